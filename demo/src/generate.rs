@@ -1,0 +1,250 @@
+//! The timed writer: turns a scenario into writes at absolute deadlines, and the body that
+//! carries them to the HTTP layer.
+//!
+//! Owner of: when each byte is handed over, and noticing when the client is gone.
+//!
+//! Why absolute deadlines: every write is due at `generation start + offset` and is awaited
+//! with `sleep_until`, so a late wake-up (tokio's timer has 1 ms granularity and rounds up)
+//! delays that one write but never the ones after it: no drift accumulates over long answers.
+//!
+//! Why a channel body: the generator runs as its own task and hands each write to a bounded
+//! channel that the response body drains. The send time recorded is right after the hand-over,
+//! which is as close to "written to the socket" as the application can see (hyper writes a frame
+//! as soon as it polls it; TCP_NODELAY keeps the kernel from merging them). When the client stops
+//! reading, TCP buffers and then the channel fill up and the generator waits: writes are then
+//! recorded when they actually left, which is the truth the client saw.
+
+use crate::answer;
+use crate::formats::{split_point, Event, Kind, Shaper};
+use crate::scenario::Scenario;
+use crate::truth::Record;
+use axum::body::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
+
+/// Writes waiting in the channel before the generator blocks (beyond this the client is slow).
+const CHANNEL_CAPACITY: usize = 64;
+
+type Msg = Result<Bytes, std::io::Error>;
+
+/// Response body fed by the generator. Dropping it before its end means the client went away
+/// (hyper drops the body when the connection fails or closes).
+pub struct ChanBody {
+    rx: mpsc::Receiver<Msg>,
+    rec: Arc<Record>,
+    ended: bool,
+}
+
+impl Body for ChanBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        match self.rx.poll_recv(cx) {
+            Poll::Ready(Some(Ok(b))) => Poll::Ready(Some(Ok(Frame::data(b)))),
+            Poll::Ready(Some(Err(e))) => {
+                // Injected failure: hyper aborts the connection without the final chunk.
+                self.ended = true;
+                Poll::Ready(Some(Err(e)))
+            }
+            Poll::Ready(None) => {
+                self.ended = true;
+                Poll::Ready(None)
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::default()
+    }
+}
+
+impl Drop for ChanBody {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.rec.client_gone();
+        }
+    }
+}
+
+/// The client went away; stop generating.
+struct Gone;
+
+/// One streaming generation in progress.
+pub struct Generator {
+    rec: Arc<Record>,
+    sc: Scenario,
+    shaper: Shaper,
+    tx: mpsc::Sender<Msg>,
+    /// Generation start: the slot was acquired. Schedule offsets count from here.
+    t_gen: Instant,
+    /// Planned time (ms from t_gen) of the previous write: pings fill the gaps after it.
+    last_ms: f64,
+}
+
+/// When the first write of a stream is due (ms from generation start): the preamble with early
+/// headers, else the first content write (its first half when split). Late headers go out then.
+pub fn first_write_ms(sc: &Scenario) -> f64 {
+    if !sc.headers_late {
+        return 0.0;
+    }
+    match sc.schedule().next() {
+        Some(c) if sc.split => (c.at_ms - sc.split_ms).max(0.0),
+        Some(c) => c.at_ms,
+        None => sc.prefill_ms,
+    }
+}
+
+impl Generator {
+    /// Creates the generator and the body it feeds.
+    pub fn new(rec: Arc<Record>, sc: Scenario, shaper: Shaper, t_gen: Instant) -> (Generator, ChanBody) {
+        let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
+        let body = ChanBody { rx, rec: rec.clone(), ended: false };
+        (Generator { rec, sc, shaper, tx, t_gen, last_ms: 0.0 }, body)
+    }
+
+    /// Runs the whole stream, holding the generation slot until it ends.
+    pub async fn run(mut self, permit: OwnedSemaphorePermit) {
+        let outcome = match self.stream().await {
+            Ok(outcome) => outcome,
+            Err(Gone) => "client_gone",
+        };
+        drop(permit);
+        if outcome == "client_gone" {
+            self.rec.client_gone();
+        } else {
+            self.rec.finish(outcome);
+        }
+        // Dropping `self.tx` ends the body.
+    }
+
+    async fn stream(&mut self) -> Result<&'static str, Gone> {
+        let pre_at = first_write_ms(&self.sc);
+        for ev in self.shaper.preamble() {
+            self.send_at(pre_at, ev, None).await?;
+        }
+        self.last_ms = pre_at;
+
+        let sc = self.sc.clone();
+        for chunk in sc.schedule() {
+            let mut text = String::new();
+            for i in chunk.first..chunk.first + chunk.count {
+                text.push_str(answer::token(i));
+            }
+            let ev = self.shaper.content(&text, chunk.count);
+            let cut = if sc.split { split_point(&ev.bytes) } else { None };
+            let first_at = match cut {
+                Some(_) => (chunk.at_ms - sc.split_ms).max(self.last_ms),
+                None => chunk.at_ms,
+            };
+            self.pings_until(first_at).await?;
+            if sc.fail_at.is_some_and(|k| k < chunk.first + chunk.count) {
+                // Abrupt drop before the write carrying token k.
+                self.sleep_until(first_at).await?;
+                let _ = self.tx.send(Err(std::io::Error::other("scripted failure (fail_at)"))).await;
+                return Ok("failed");
+            }
+            match cut {
+                Some(i) => {
+                    let (a, b) = ev.bytes.split_at(i);
+                    let (a, b) = (a.to_vec(), b.to_vec());
+                    self.send_at(first_at, Event { kind: ev.kind, tokens: 0, bytes: a }, Some(1)).await?;
+                    self.send_at(chunk.at_ms, Event { kind: ev.kind, tokens: ev.tokens, bytes: b }, Some(2)).await?;
+                }
+                None => self.send_at(chunk.at_ms, ev, None).await?,
+            }
+            self.last_ms = chunk.at_ms;
+        }
+
+        let end_at = self.last_ms;
+        for ev in self.shaper.epilogue(sc.tokens) {
+            self.send_at(end_at, ev, None).await?;
+        }
+        Ok("complete")
+    }
+
+    /// Keep-alive pings in the gap between the previous write and `next_ms`.
+    async fn pings_until(&mut self, next_ms: f64) -> Result<(), Gone> {
+        if !self.sc.pings || self.shaper.ping().is_none() {
+            return Ok(());
+        }
+        match self.sc.ping_ms {
+            Some(every) => {
+                // Bounded by the gap length / every (every >= 1 ms) and by wall time.
+                let mut t = self.last_ms + every;
+                while t < next_ms {
+                    let ping = self.shaper.ping().unwrap();
+                    self.send_at(t, ping, None).await?;
+                    t += every;
+                }
+            }
+            None if next_ms - self.last_ms >= 2.0 => {
+                let ping = self.shaper.ping().unwrap();
+                self.send_at((self.last_ms + next_ms) / 2.0, ping, None).await?;
+            }
+            None => {}
+        }
+        Ok(())
+    }
+
+    async fn sleep_until(&self, at_ms: f64) -> Result<(), Gone> {
+        let deadline = tokio::time::Instant::from_std(self.t_gen + Duration::from_secs_f64(at_ms / 1000.0));
+        // Stop waiting as soon as the body is dropped, so a gone client frees its slot now.
+        tokio::select! {
+            _ = tokio::time::sleep_until(deadline) => Ok(()),
+            _ = self.tx.closed() => Err(Gone),
+        }
+    }
+
+    /// Hands `ev` to the body at `at_ms` after generation start and records it.
+    async fn send_at(&mut self, at_ms: f64, ev: Event, part: Option<u8>) -> Result<(), Gone> {
+        self.sleep_until(at_ms).await?;
+        let bytes = Bytes::from(ev.bytes);
+        self.tx.send(Ok(bytes.clone())).await.map_err(|_| Gone)?;
+        self.rec.wrote(ev.kind, ev.tokens, &bytes, part);
+        Ok(())
+    }
+}
+
+/// Sends `total` deterministic bytes (`i * 31 mod 251`) in writes of `chunk` bytes every
+/// `gap_ms`, from `t_start`; for transparency tests of /bytes.
+pub async fn run_bytes(rec: Arc<Record>, tx: BytesSender, total: u64, chunk: u64, gap_ms: f64, t_start: Instant) {
+    let mut sent = 0u64;
+    let mut n = 0u64;
+    while sent < total {
+        let len = chunk.min(total - sent);
+        let buf: Vec<u8> = (sent..sent + len).map(|i| (i * 31 % 251) as u8).collect();
+        let deadline = tokio::time::Instant::from_std(t_start + Duration::from_secs_f64(n as f64 * gap_ms / 1000.0));
+        tokio::select! {
+            _ = tokio::time::sleep_until(deadline) => {}
+            _ = tx.0.closed() => { rec.client_gone(); return; }
+        }
+        if tx.0.send(Ok(Bytes::from(buf.clone()))).await.is_err() {
+            rec.client_gone();
+            return;
+        }
+        rec.wrote(Kind::Bytes, 0, &buf, None);
+        sent += len;
+        n += 1;
+    }
+    rec.finish("complete");
+}
+
+/// The sending half for [`run_bytes`].
+pub struct BytesSender(mpsc::Sender<Msg>);
+
+/// A body fed by [`run_bytes`].
+pub fn bytes_channel(rec: Arc<Record>) -> (BytesSender, ChanBody) {
+    let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
+    (BytesSender(tx), ChanBody { rx, rec, ended: false })
+}
+
+/// The deterministic byte at offset `i` of /bytes.
+pub fn byte_at(i: u64) -> u8 {
+    (i * 31 % 251) as u8
+}

@@ -1,0 +1,159 @@
+// The instrumented fetch. This file owns the promise/stream plumbing and nothing else: it
+// stamps performance.now() and moves bytes; every decision and every metric lives in the
+// wasm core (src/core). The rules that keep it invisible to the app:
+// - the native fetch is called exactly once, with the app's own arguments unless a
+//   traceparent is added (then with an equivalent Request, which is what fetch() builds
+//   internally anyway: Fetch §5.6 step 2);
+// - every call into the core is fenced: a failure disables measurement (ctx.fail) and the
+//   app's request, response and stream carry on untouched;
+// - the body passes through a TransformStream via pipeTo — not clone()/tee() — so a reader's
+//   cancel() reaches the network and backpressure holds when the app reads slowly.
+
+export const OK = 0;
+export const ABORTED = 1;
+export const ERROR = 2;
+
+/** The error a fetch/stream failed with → outcome code. */
+function outcomeOf(err) {
+  // Aborts surface as DOMException "AbortError" (or the signal's custom reason, which is
+  // not an Error at all); network failures as TypeError.
+  if (err && err.name === 'AbortError') return ABORTED;
+  if (err instanceof TypeError) return ERROR;
+  return err instanceof Error || err instanceof DOMException ? ERROR : ABORTED;
+}
+
+/**
+ * Makes the wrapper. `ctx` is the SDK state from index.js:
+ *   live() → the core or null when measurement is off;  nativeFetch;  base() → base URL;
+ *   match(url, method) → 0 skip, 1 measure if the response is a stream, 2 measure always;
+ *   random() → 32 random bytes;  interaction(t) → pending user-action time or -1;
+ *   end(h, outcome);  fail(err).
+ */
+export function makeFetch(ctx) {
+  return function fetch(input, init) {
+    const core = ctx.live();
+    if (!core) return ctx.nativeFetch.call(globalThis, input, init);
+    let h = 0;
+    let measureAny = false;
+    let args = null;
+    try {
+      const t = performance.now();
+      const isRequest = typeof Request === 'function' && input instanceof Request;
+      const url = new URL(isRequest ? input.url : String(input), ctx.base()).href;
+      const method = String((init && init.method) || (isRequest ? input.method : 'GET'));
+      const m = ctx.match(url, method);
+      if (m) {
+        measureAny = m === 2;
+        h = core.begin(url, method, t, performance.timeOrigin + t, ctx.random(), undefined);
+        const it = ctx.interaction(t);
+        if (it >= 0) core.interaction(h, it);
+        const tp = core.traceparent(h);
+        if (tp) args = withTraceparent(core, h, tp, input, init);
+      }
+    } catch (e) {
+      ctx.fail(e);
+      h = 0;
+      args = null;
+    }
+    if (!h) return ctx.nativeFetch.call(globalThis, input, init);
+    return ctx.nativeFetch.apply(globalThis, args || [input, init]).then(
+      (res) => onResponse(ctx, h, res, measureAny),
+      (err) => {
+        ctx.end(h, outcomeOf(err));
+        throw err;
+      },
+    );
+  };
+}
+
+/** [Request] carrying our traceparent — or the app's own, which is then adopted. */
+function withTraceparent(core, h, tp, input, init) {
+  let req;
+  try {
+    req = new Request(input, init);
+  } catch {
+    // Invalid arguments: native fetch will reject with the same TypeError; send them as-is.
+    return null;
+  }
+  const own = req.headers.get('traceparent');
+  if (own) core.adopt_traceparent(h, own);
+  // Under mode "no-cors" the headers guard silently drops non-safelisted names (Fetch
+  // §5.2 "request-no-cors"), which is the right outcome: no preflight, no header.
+  else req.headers.set('traceparent', tp);
+  return [req];
+}
+
+function onResponse(ctx, h, res, measureAny) {
+  const core = ctx.live();
+  if (!core) return res;
+  try {
+    const t = performance.now();
+    // Opaque responses expose nothing (no status, headers or body).
+    if (res.type === 'opaque' || res.type === 'opaqueredirect') {
+      core.discard(h);
+      return res;
+    }
+    if (!core.response(h, t, res.status, res.headers, measureAny)) return res;
+    if (!res.body) {
+      ctx.end(h, OK);
+      return res;
+    }
+    return wrapBody(ctx, h, res);
+  } catch (e) {
+    ctx.fail(e);
+    return res;
+  }
+}
+
+function wrapBody(ctx, h, res) {
+  let cancelled = false;
+  const ts = new TransformStream({
+    transform(chunk, controller) {
+      controller.enqueue(chunk);
+      const core = ctx.live();
+      if (core) {
+        try {
+          core.chunk(h, performance.now(), chunk);
+        } catch (e) {
+          ctx.fail(e);
+        }
+      }
+    },
+    flush() {
+      ctx.end(h, OK);
+    },
+    // Transformer cancel (Streams §6.2.2, 2023): the app cancelled our readable.
+    cancel() {
+      cancelled = true;
+    },
+  });
+  res.body.pipeTo(ts.writable).catch((err) => ctx.end(h, cancelled ? ABORTED : outcomeOf(err)));
+  const out = new Response(ts.readable, { status: res.status, statusText: res.statusText, headers: res.headers });
+  mirror(out, res);
+  return out;
+}
+
+/**
+ * `new Response()` cannot set url/redirected/type, and copies headers into a mutable object.
+ * Shadow those getters on the instance (non-enumerable, like the prototype's) so the app
+ * sees the original values, and make clone() keep doing so.
+ */
+function mirror(out, res) {
+  const { url, redirected, type, headers } = res;
+  const get = (value) => ({ get: () => value, configurable: true });
+  Object.defineProperties(out, {
+    url: get(url),
+    redirected: get(redirected),
+    type: get(type),
+    headers: get(headers),
+    clone: {
+      value: function clone() {
+        const c = Response.prototype.clone.call(this);
+        mirror(c, res);
+        return c;
+      },
+      configurable: true,
+      writable: true,
+    },
+  });
+}

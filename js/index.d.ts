@@ -1,0 +1,202 @@
+// Types for llm-rum. Times are milliseconds from performance.now(); marks and metrics are
+// offsets from the request's `start`. Names are the wire contract (DESIGN.md §1, §3).
+
+/** A request selector: substring of the absolute URL, a RegExp tested on it, or a predicate. */
+export type Matcher = string | RegExp | ((url: string, info: { method: string }) => boolean);
+
+export interface RumOptions {
+  /** Beacon URL (records are POSTed as text/plain JSON). Omit to use `onRecord` only. */
+  collector?: string | URL | null;
+  /** 'json' (the v1 beacon) or 'otlp' (OTLP/HTTP JSON). Default 'json'. */
+  exporter?: 'json' | 'otlp';
+  /**
+   * Which requests to measure. When given, matched requests are measured whatever their
+   * response type (so HTTP errors are recorded) and nothing else is. Default: any response
+   * whose content type is a stream (text/event-stream, NDJSON/JSON Lines, AI SDK streams).
+   */
+  match?: Matcher | Matcher[] | null;
+  /**
+   * Cross-origin URLs that may receive a `traceparent` header: origins
+   * ('https://api.example.com') or URL prefixes ('https://api.example.com/v1/'). Same-origin
+   * requests always get one; other origins never (the header would force a CORS preflight).
+   */
+  propagateTraceUrls?: string[];
+  /** Response headers copied into `record.correlation`. Default x-request-id, request-id, openai-processing-ms. */
+  correlationHeaders?: string[];
+  /** A gap longer than this (ms) between visible progress is a stall. Default 250. */
+  stallThresholdMs?: number;
+  /** Fraction of tab sessions recorded (decided once per session). Default 1. */
+  sampleRate?: number;
+  /** Budgets by metric name ('ttft', 'total', 'tpot', 'itl.p95', 'stalls.count', ...): breaches go to `record.budgetBreaches`. */
+  budgets?: Record<string, number>;
+  /** Element or selector whose text growth is the answer (paint metrics). */
+  observe?: Element | string | null;
+  /** Wrap window.fetch (undone by shutdown()). Default true. */
+  patchGlobals?: boolean;
+  /** Called with every finished record (same shape as in the beacon). Exceptions are contained. */
+  onRecord?: ((record: RumRecord) => void) | null;
+  /** Drop `?query` and `#fragment` from recorded URLs. Default true. */
+  stripQuery?: boolean;
+  /** Where to load the wasm from, when a bundler moved it. Default: next to the module. */
+  wasmUrl?: string | URL | null;
+}
+
+/** Marks, as offsets in ms from `start` (null when the moment did not happen). */
+export interface Marks {
+  /** The user's action that caused the request (markInteraction / trusted input within 1 s). */
+  interaction: number | null;
+  /** Always 0: the instrumented fetch was called. */
+  start: 0;
+  /** Response headers available (the fetch promise resolved). */
+  headers: number | null;
+  /** First body chunk delivered to the page. */
+  firstByte: number | null;
+  /** First reasoning ("thinking") text. */
+  firstReasoning: number | null;
+  /** First content-bearing event (non-empty answer text). */
+  firstToken: number | null;
+  /** First frame that painted answer text (needs an observed element). */
+  firstPaint: number | null;
+  /** Last content-bearing event. */
+  lastToken: number | null;
+  /** Frame that painted the last of the answer. */
+  lastPaint: number | null;
+  /** Stream finished, aborted, failed, or was cut off by page hide/unload. */
+  end: number | null;
+}
+
+export interface Distribution {
+  first: number | null;
+  p50: number | null;
+  p95: number | null;
+  max: number | null;
+}
+
+/** Percentiles of inter-token gaps; estimates within 1% (log histogram), `max` exact. */
+export interface Itl {
+  /** Number of gaps (content-bearing arrivals − 1). */
+  n: number;
+  p50: number | null;
+  p95: number | null;
+  p99: number | null;
+  max: number | null;
+}
+
+export interface Stalls {
+  count: number;
+  totalMs: number;
+  longestMs: number;
+  /** Stalls with nothing waiting to be painted. */
+  network: number;
+  /** Stalls where text had arrived but was not painted. */
+  render: number;
+}
+
+export interface Stall {
+  /** Offset of the last progress before the gap. */
+  start: number;
+  dur: number;
+  cause: 'network' | 'render';
+}
+
+export interface ServerTimingEntry {
+  name: string;
+  dur: number | null;
+  desc: string | null;
+}
+
+export interface BudgetBreach {
+  metric: string;
+  limit: number;
+  value: number;
+}
+
+/** One measured request. Plain JSON; never contains prompt or answer text. */
+export interface RumRecord {
+  /** Unique per record (16 hex); the collector dedupes on it. */
+  id: string;
+  /** 32 hex: the trace the request belongs to (see traceSource). */
+  traceId: string;
+  /** 16 hex: this client span (the parent id sent in traceparent). */
+  spanId: string;
+  /** propagated: we sent traceparent; app: the app's own was adopted; server: taken from the response; none: unlinked. */
+  traceSource: 'propagated' | 'app' | 'server' | 'none';
+  sampled: boolean;
+  /** Absolute URL, query and fragment stripped by default. */
+  url: string;
+  method: string;
+  /** HTTP status (0 when no response). */
+  status: number;
+  outcome: 'ok' | 'aborted' | 'error' | 'partial';
+  format: 'openai-chat' | 'openai-responses' | 'anthropic' | 'ai-sdk-ui' | 'ndjson' | 'text' | 'unknown';
+  /** False when a line exceeded the parser's bounded buffer (content metrics incomplete). */
+  understood: boolean;
+  /** The stream's own end marker was seen ([DONE], message_stop, ...). */
+  complete: boolean;
+  /** Wall-clock time of `start` (ms since the epoch). */
+  startEpochMs: number;
+  marks: Marks;
+  /** firstToken − start. */
+  ttft: number | null;
+  /** firstPaint − start. */
+  ttfp: number | null;
+  /** firstPaint − (interaction ?? start). */
+  perceivedTtft: number | null;
+  /** lastToken − start. */
+  total: number | null;
+  /** lastPaint − (interaction ?? start). */
+  perceivedTotal: number | null;
+  /** Paint time − arrival time per unit of answer text. */
+  renderDelay: Distribution | null;
+  /** Gaps between consecutive content-bearing arrivals. */
+  itl: Itl;
+  /** (lastToken − firstToken) / (outputTokens − 1). */
+  tpot: number | null;
+  stalls: Stalls;
+  /** First paint came after nearly all text had arrived. */
+  buffered: boolean | null;
+  /** From the stream's `usage` when present, else content events (see outputTokensSource). */
+  outputTokens: number;
+  outputTokensSource: 'usage' | 'events';
+  /** Unicode scalar values of answer text. */
+  chars: number;
+  reasoningChars: number;
+  contentEvents: number;
+  chunks: number;
+  bytes: number;
+  serverTiming: ServerTimingEntry[];
+  /** ttft split into the server's Server-Timing stages and the rest (network, proxies, client). */
+  ttftSplit: { server: number; network: number } | null;
+  /** Correlation header values, keyed by lower-case header name. */
+  correlation: Record<string, string>;
+  /** The longest stalls (at most 16). */
+  stallList: Stall[];
+  budgetBreaches: BudgetBreach[];
+  /** The page was hidden while the stream ran. */
+  hidden: boolean;
+  /** rum.mark(name) offsets. */
+  userMarks: Record<string, number>;
+}
+
+export interface Rum {
+  /** Instrumented fetch: pass to clients that take one (new OpenAI({ fetch: rum.fetch })). */
+  fetch: typeof fetch;
+  /** Instrumented EventSource class. */
+  EventSource: typeof EventSource;
+  /** The answer element for the current/next request; returns an undo function. */
+  observe(el: Element): () => void;
+  /** A custom stage mark on the current request; false when no request runs. */
+  mark(name: string): boolean;
+  /** The user's action starts now (for UIs input events cannot attribute). */
+  markInteraction(): void;
+  /** Sends what is queued now; resolves when the send was handed to the browser. */
+  flush(): Promise<void>;
+  /** Restores globals, flushes, removes listeners. */
+  shutdown(): Promise<void>;
+  /** False when the core failed to load or was disabled by an internal error. */
+  readonly active: boolean;
+}
+
+/** Starts llm-rum. Never rejects; on failure `fetch` is the native one. */
+export function init(options?: RumOptions): Promise<Rum>;
+export const VERSION: string;

@@ -1,0 +1,63 @@
+// Option validation. Bad configuration is reported once with console.warn and replaced by
+// the default; it never throws into the host page (DESIGN.md §5).
+
+const DEFAULTS = {
+  collector: null,
+  exporter: 'json',
+  match: null,
+  propagateTraceUrls: [],
+  correlationHeaders: ['x-request-id', 'request-id', 'openai-processing-ms'],
+  stallThresholdMs: 250,
+  sampleRate: 1,
+  budgets: {},
+  observe: null,
+  patchGlobals: true,
+  onRecord: null,
+  stripQuery: true,
+  wasmUrl: null,
+};
+
+const isList = (v) => Array.isArray(v) && v.every((s) => typeof s === 'string');
+
+/** Returns [normalised options, list of problems]. */
+export function normalize(options) {
+  const problems = [];
+  const o = { ...DEFAULTS };
+  if (options == null || typeof options !== 'object') {
+    if (options != null) problems.push('options must be an object');
+    return [o, problems];
+  }
+  const take = (key, ok, why) => {
+    const v = options[key];
+    if (v === undefined) return;
+    if (ok(v)) o[key] = v;
+    else problems.push(`${key}: ${why}`);
+  };
+  take('collector', (v) => v === null || typeof v === 'string' || v instanceof URL, 'expected a URL string');
+  take('exporter', (v) => v === 'json' || v === 'otlp', "expected 'json' or 'otlp'");
+  take(
+    'match',
+    (v) => {
+      const list = Array.isArray(v) ? v : [v];
+      return list.every((m) => typeof m === 'string' || m instanceof RegExp || typeof m === 'function');
+    },
+    'expected strings, RegExps or predicates',
+  );
+  take('propagateTraceUrls', isList, 'expected an array of origin or URL-prefix strings');
+  take('correlationHeaders', isList, 'expected an array of header names');
+  take('stallThresholdMs', (v) => typeof v === 'number' && v > 0 && v < 1e6, 'expected a positive number of ms');
+  take('sampleRate', (v) => typeof v === 'number' && v >= 0 && v <= 1, 'expected a number in [0, 1]');
+  take(
+    'budgets',
+    (v) => typeof v === 'object' && v !== null && Object.values(v).every((x) => typeof x === 'number' && x >= 0),
+    'expected { metric: ms }',
+  );
+  take('patchGlobals', (v) => typeof v === 'boolean', 'expected a boolean');
+  take('onRecord', (v) => v === null || typeof v === 'function', 'expected a function');
+  take('stripQuery', (v) => typeof v === 'boolean', 'expected a boolean');
+  take('wasmUrl', (v) => v === null || typeof v === 'string' || v instanceof URL, 'expected a URL');
+  take('observe', () => true, '');
+  if (o.collector) o.collector = String(o.collector);
+  if (o.match && !Array.isArray(o.match)) o.match = [o.match];
+  return [o, problems];
+}

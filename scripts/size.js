@@ -1,0 +1,39 @@
+// Shipped size of the npm package's runtime files (wasm + glue + facade): raw, gzip, brotli.
+// `node scripts/size.js [--check]`: with --check, exits 1 over the budget.
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+
+export const BUDGET_BROTLI = 30 * 1024;
+
+export function measure(dir = 'dist') {
+  const files = [];
+  const walk = (d) => {
+    for (const f of fs.readdirSync(d)) {
+      const p = path.join(d, f);
+      if (fs.statSync(p).isDirectory()) walk(p);
+      else if (/\.(wasm|js)$/.test(f)) files.push(p);
+    }
+  };
+  walk(dir);
+  const rows = files.map((f) => {
+    const b = fs.readFileSync(f);
+    return {
+      file: path.relative(dir, f),
+      raw: b.length,
+      gzip: zlib.gzipSync(b, { level: 9 }).length,
+      brotli: zlib.brotliCompressSync(b, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length,
+    };
+  });
+  const total = rows.reduce((t, r) => ({ raw: t.raw + r.raw, gzip: t.gzip + r.gzip, brotli: t.brotli + r.brotli }), { raw: 0, gzip: 0, brotli: 0 });
+  return { rows, total };
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname)) {
+  const { rows, total } = measure();
+  for (const r of [...rows, { file: 'total', ...total }]) {
+    console.log(`${r.file.padEnd(22)} raw ${String(r.raw).padStart(7)}  gzip ${String(r.gzip).padStart(6)}  brotli ${String(r.brotli).padStart(6)}`);
+  }
+  console.log(`budget: ${BUDGET_BROTLI} B brotli → ${total.brotli <= BUDGET_BROTLI ? 'within' : 'OVER'}`);
+  if (process.argv.includes('--check') && total.brotli > BUDGET_BROTLI) process.exit(1);
+}

@@ -1,0 +1,397 @@
+//! What counts as answer text, per streaming format (DESIGN.md §1).
+//!
+//! Rules, per format (an event is "content" when it carries ≥ 1 char of answer text):
+//! - `openai-chat`: `choices[].delta.content` (and `choices[].message.content`, for servers
+//!   that send whole messages) → content, summed over choices; `delta.reasoning_content` /
+//!   `delta.reasoning` → reasoning; role-only, empty, `null` and tool-call-only deltas are
+//!   nothing. `usage.completion_tokens` → usage. `data: [DONE]` → done, and so is a non-null
+//!   `finish_reason`: the answer text is complete at that point (only the usage chunk may
+//!   follow), and some OpenAI-compatible servers never send `[DONE]`.
+//! - `openai-responses`: `response.output_text.delta` / `response.refusal.delta` → content;
+//!   `response.reasoning_text.delta` / `response.reasoning_summary_text.delta` → reasoning;
+//!   `response.completed` / `response.incomplete` → done + `response.usage.output_tokens`;
+//!   `response.failed` → error.
+//! - `anthropic`: `content_block_delta` with `text_delta` → `delta.text`, `thinking_delta` →
+//!   `delta.thinking` (reasoning); `message_delta` → `usage.output_tokens`; `message_stop` →
+//!   done; `ping` and the rest are nothing.
+//! - `ai-sdk-ui` (AI SDK v5 UI message stream): `text-delta` → `delta` (v4 `textDelta` too),
+//!   `reasoning-delta` → reasoning, `finish` → done. The older AI SDK *data stream* protocol
+//!   (`0:"text"`, `g:"reasoning"`, `3:"error"`, `d:{finish}`) is read by
+//!   [`Classifier::data_stream_line`] and reported under the same name.
+//! - `ndjson`: Ollama chat `message.content` / `message.thinking`, Ollama generate
+//!   `response` / `thinking`, `done: true` → done, `eval_count` → usage; OpenAI-shaped
+//!   objects (`choices`) by the openai-chat rules. Any other non-empty line (JSON or not)
+//!   counts as content with the line's chars; the format stays `ndjson`.
+//! - `text`: handled by `StreamDecoder` (every decoded char is content).
+//! - `unknown`: any event with non-empty data is content; chars = chars of the data.
+//!
+//! In every format: `{"type":"error"}` or a non-null top-level `error` member → `error_event`,
+//! and data `[DONE]` → done. The format is detected from the first event that identifies it
+//! and then kept.
+
+use super::jsonscan::{self, Json};
+use super::stream::Content;
+use super::utf8::count_chars;
+
+/// The content rule that applied to a stream; `as_str` gives the record's `format` value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    OpenAiChat,
+    OpenAiResponses,
+    Anthropic,
+    AiSdkUi,
+    Ndjson,
+    Text,
+    Unknown,
+}
+
+impl Format {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::OpenAiChat => "openai-chat",
+            Format::OpenAiResponses => "openai-responses",
+            Format::Anthropic => "anthropic",
+            Format::AiSdkUi => "ai-sdk-ui",
+            Format::Ndjson => "ndjson",
+            Format::Text => "text",
+            Format::Unknown => "unknown",
+        }
+    }
+}
+
+/// Classifies already-framed messages: one SSE event (`event` type, joined `data`) or one
+/// NDJSON line. Used by `StreamDecoder` for fetch bodies and directly for EventSource
+/// messages (issue 4), so both paths share one definition of "content".
+#[derive(Clone, Debug)]
+pub struct Classifier {
+    format: Format,
+}
+
+/// Char count of a JSON string value; 0 for absent / null / non-string.
+fn chars(v: Option<Json<'_>>) -> u32 {
+    v.and_then(Json::str_chars).unwrap_or(0)
+}
+
+/// Answer and reasoning chars found in one message, turned into a `Content` at the end.
+#[derive(Default)]
+struct Tally {
+    text: u32,
+    reasoning: u32,
+}
+
+impl Tally {
+    fn into_content(self, c: &mut Content) {
+        if self.text > 0 {
+            c.content_events = 1;
+            c.content_chars = self.text;
+        }
+        if self.reasoning > 0 {
+            c.reasoning_events = 1;
+            c.reasoning_chars = self.reasoning;
+        }
+    }
+}
+
+fn detect(root: Json<'_>, ty: &str) -> Option<Format> {
+    if root.get("choices").is_some() || root.get("object").is_some_and(|o| o.str_eq("chat.completion.chunk")) {
+        return Some(Format::OpenAiChat);
+    }
+    if ty.starts_with("response.") {
+        return Some(Format::OpenAiResponses);
+    }
+    match ty {
+        "message_start" | "content_block_start" | "content_block_delta" | "content_block_stop"
+        | "message_delta" | "message_stop" | "ping" => Some(Format::Anthropic),
+        "start" | "start-step" | "text-start" | "text-delta" | "text-end" | "finish-step" | "finish"
+        | "reasoning-start" | "reasoning-delta" | "reasoning-end" => Some(Format::AiSdkUi),
+        _ => None,
+    }
+}
+
+fn is_error(root: Json<'_>, ty: &str) -> bool {
+    ty == "error" || root.get("error").is_some_and(|e| !e.is_null())
+}
+
+/// `choices[*]` by the Chat Completions rules; also used for OpenAI-shaped NDJSON.
+fn openai_chat(root: Json<'_>, t: &mut Tally, c: &mut Content) {
+    for choice in root.get("choices").into_iter().flat_map(Json::items) {
+        if let Some(d) = choice.get("delta").or_else(|| choice.get("message")) {
+            t.text += chars(d.get("content"));
+            t.reasoning += chars(d.get("reasoning_content")) + chars(d.get("reasoning"));
+        }
+        if choice.get("finish_reason").is_some_and(|f| f.str_raw().is_some()) {
+            c.done = true;
+        }
+    }
+    if let Some(n) = root.path(&["usage", "completion_tokens"]).and_then(Json::as_u32) {
+        c.usage_output_tokens = Some(n);
+    }
+}
+
+impl Classifier {
+    pub fn new(initial: Format) -> Self {
+        Classifier { format: initial }
+    }
+
+    /// One SSE message. Detects the format from the first JSON events when still unknown.
+    pub fn sse_event(&mut self, event_type: &str, data: &str) -> Content {
+        let mut c = Content { events: 1, ..Content::default() };
+        if data.trim() == "[DONE]" {
+            c.done = true;
+            return c;
+        }
+        let mut t = Tally::default();
+        match jsonscan::parse(data) {
+            // Non-JSON data is answer text only when nothing better is known.
+            None => {
+                if self.format == Format::Unknown {
+                    t.text = count_chars(data);
+                }
+            }
+            Some(root) => {
+                // The JSON `type` names the event in every typed format; the SSE `event`
+                // field is the fallback (EventSource users may only have that).
+                let ty = root.get("type").and_then(Json::str_raw).unwrap_or(if event_type == "message" {
+                    ""
+                } else {
+                    event_type
+                });
+                if self.format == Format::Unknown {
+                    if let Some(f) = detect(root, ty) {
+                        self.format = f;
+                    }
+                }
+                if is_error(root, ty) {
+                    c.error_event = true;
+                    return c;
+                }
+                match self.format {
+                    Format::OpenAiChat => openai_chat(root, &mut t, &mut c),
+                    Format::OpenAiResponses => match ty {
+                        "response.output_text.delta" | "response.refusal.delta" => t.text = chars(root.get("delta")),
+                        "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => {
+                            t.reasoning = chars(root.get("delta"))
+                        }
+                        "response.completed" | "response.incomplete" => {
+                            c.done = true;
+                            c.usage_output_tokens =
+                                root.path(&["response", "usage", "output_tokens"]).and_then(Json::as_u32);
+                        }
+                        "response.failed" => c.error_event = true,
+                        _ => {}
+                    },
+                    Format::Anthropic => match ty {
+                        "content_block_delta" => {
+                            let d = root.get("delta");
+                            match d.and_then(|d| d.get("type")).and_then(Json::str_raw) {
+                                Some("text_delta") => t.text = chars(d.and_then(|d| d.get("text"))),
+                                Some("thinking_delta") => t.reasoning = chars(d.and_then(|d| d.get("thinking"))),
+                                _ => {}
+                            }
+                        }
+                        "message_delta" => {
+                            c.usage_output_tokens = root.path(&["usage", "output_tokens"]).and_then(Json::as_u32)
+                        }
+                        "message_stop" => c.done = true,
+                        _ => {}
+                    },
+                    Format::AiSdkUi => {
+                        let delta = || root.get("delta").or_else(|| root.get("textDelta"));
+                        match ty {
+                            "text-delta" => t.text = chars(delta()),
+                            "reasoning-delta" => t.reasoning = chars(delta()),
+                            "finish" => c.done = true,
+                            _ => {}
+                        }
+                    }
+                    Format::Ndjson => return self.ndjson_line(data),
+                    Format::Text | Format::Unknown => t.text = count_chars(data),
+                }
+            }
+        }
+        t.into_content(&mut c);
+        c
+    }
+
+    /// One NDJSON line (without the line terminator). Blank lines are not events; a JSON
+    /// text sequence record separator (RFC 7464, U+001E) is ignored.
+    pub fn ndjson_line(&mut self, line: &str) -> Content {
+        let line = line.trim_matches(|ch: char| ch.is_ascii_whitespace() || ch == '\u{1e}');
+        if line.is_empty() {
+            return Content::default();
+        }
+        let mut c = Content { events: 1, ..Content::default() };
+        let mut t = Tally::default();
+        match jsonscan::parse(line) {
+            Some(root) if is_error(root, root.get("type").and_then(Json::str_raw).unwrap_or("")) => {
+                c.error_event = true;
+            }
+            Some(root) if root.get("choices").is_some() => openai_chat(root, &mut t, &mut c),
+            Some(root)
+                if ["message", "response", "thinking", "done"].iter().any(|k| root.get(k).is_some()) =>
+            {
+                let msg = root.get("message");
+                t.text = chars(msg.and_then(|m| m.get("content"))) + chars(root.get("response"));
+                t.reasoning = chars(msg.and_then(|m| m.get("thinking"))) + chars(root.get("thinking"));
+                c.done = root.get("done").and_then(Json::as_bool) == Some(true);
+                c.usage_output_tokens = root.get("eval_count").and_then(Json::as_u32);
+            }
+            _ => t.text = count_chars(line),
+        }
+        t.into_content(&mut c);
+        c
+    }
+
+    /// One line of the AI SDK (v3/v4) data stream protocol, `TYPE:JSON` (text/plain bodies
+    /// with the `x-vercel-ai-data-stream` header): `0` text, `g` reasoning, `3` error,
+    /// `d` finish message (`usage.completionTokens`). Other parts are events only.
+    pub fn data_stream_line(&mut self, line: &str) -> Content {
+        let Some((code, json)) = line.split_once(':') else {
+            return Content::default();
+        };
+        let mut c = Content { events: 1, ..Content::default() };
+        let mut t = Tally::default();
+        let v = jsonscan::parse(json);
+        match code {
+            "0" => t.text = chars(v),
+            "g" => t.reasoning = chars(v),
+            "3" => c.error_event = true,
+            "d" => {
+                c.done = true;
+                c.usage_output_tokens = v.and_then(|v| v.path(&["usage", "completionTokens"])).and_then(Json::as_u32);
+            }
+            _ => {}
+        }
+        t.into_content(&mut c);
+        c
+    }
+
+    pub fn format(&self) -> Format {
+        self.format
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn totals(f: Format, events: &[(&str, &str)]) -> (Content, Format) {
+        let mut cl = Classifier::new(f);
+        let mut total = Content::default();
+        for (t, d) in events {
+            total.merge(&cl.sse_event(t, d));
+        }
+        (total, cl.format())
+    }
+
+    #[test]
+    fn openai_chat_rules() {
+        let evs = [
+            ("message", r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":null,"refusal":null},"finish_reason":null}]}"#),
+            ("message", r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":""},"finish_reason":null}]}"#),
+            ("message", r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hi \u00e9"},"finish_reason":null}]}"#),
+            ("message", r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\""}}]},"finish_reason":null}]}"#),
+            ("message", r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"reasoning_content":"hmm"},"finish_reason":null}]}"#),
+            ("message", r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#),
+            ("message", r#"{"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":12,"total_tokens":21}}"#),
+            ("message", "[DONE]"),
+        ];
+        let (c, f) = totals(Format::Unknown, &evs);
+        assert_eq!(f, Format::OpenAiChat);
+        assert_eq!((c.events, c.content_events, c.content_chars), (8, 1, 4));
+        assert_eq!((c.reasoning_events, c.reasoning_chars), (1, 3));
+        assert_eq!(c.usage_output_tokens, Some(12));
+        assert!(c.done && !c.error_event);
+        // finish_reason alone is done; a null one is not.
+        let mut cl = Classifier::new(Format::Unknown);
+        assert!(!cl.sse_event("message", evs[2].1).done);
+        assert!(cl.sse_event("message", evs[5].1).done);
+        // Mid-stream error object.
+        assert!(cl.sse_event("message", r#"{"error":{"message":"overloaded","type":"server_error"}}"#).error_event);
+    }
+
+    #[test]
+    fn unknown_fallback_and_non_json() {
+        let (c, f) = totals(Format::Unknown, &[("message", "hello wörld"), ("update", r#"{"foo":"bar"}"#)]);
+        assert_eq!(f, Format::Unknown);
+        assert_eq!((c.events, c.content_events, c.content_chars), (2, 2, 11 + 13));
+        // Once a format is known, non-JSON data is not answer text.
+        let (c, _) = totals(Format::Unknown, &[("message", r#"{"type":"ping"}"#), ("message", "keepalive")]);
+        assert_eq!(c.content_events, 0);
+    }
+
+    #[test]
+    fn ndjson_ollama_and_others() {
+        let mut cl = Classifier::new(Format::Ndjson);
+        let lines = [
+            r#"{"model":"llama3","created_at":"t","message":{"role":"assistant","content":"","thinking":"Let me"},"done":false}"#,
+            r#"{"model":"llama3","created_at":"t","message":{"role":"assistant","content":"Hello"},"done":false}"#,
+            r#"{"model":"llama3","created_at":"t","response":" there","done":false}"#,
+            "",
+            "   ",
+            r#"{"model":"llama3","created_at":"t","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","eval_count":17}"#,
+            r#"{"choices":[{"delta":{"content":"ab"}}]}"#,
+            r#"{"token":"x"}"#,
+            "not json",
+            "\u{1e}{\"response\":\"rs\",\"done\":false}",
+            r#"{"error":"model not found"}"#,
+        ];
+        let mut c = Content::default();
+        for l in lines {
+            c.merge(&cl.ndjson_line(l));
+        }
+        assert_eq!(cl.format(), Format::Ndjson);
+        assert_eq!(c.events, 9);
+        assert_eq!((c.content_events, c.content_chars), (6, 5 + 6 + 2 + 13 + 8 + 2));
+        assert_eq!((c.reasoning_events, c.reasoning_chars), (1, 6));
+        assert_eq!(c.usage_output_tokens, Some(17));
+        assert!(c.done && c.error_event);
+    }
+
+    #[test]
+    fn data_stream_protocol() {
+        let mut cl = Classifier::new(Format::AiSdkUi);
+        let mut c = Content::default();
+        for l in [
+            r#"f:{"messageId":"m1"}"#,
+            r#"g:"think""#,
+            r#"0:"Hello""#,
+            r#"0:", w\u00f6rld""#,
+            r#"0:"""#,
+            r#"e:{"finishReason":"stop","usage":{"promptTokens":3,"completionTokens":4}}"#,
+            r#"d:{"finishReason":"stop","usage":{"promptTokens":3,"completionTokens":4}}"#,
+            "garbage",
+        ] {
+            c.merge(&cl.data_stream_line(l));
+        }
+        assert_eq!((c.events, c.content_events, c.content_chars), (7, 2, 12));
+        assert_eq!((c.reasoning_events, c.reasoning_chars), (1, 5));
+        assert_eq!(c.usage_output_tokens, Some(4));
+        assert!(c.done);
+        assert!(cl.data_stream_line(r#"3:"boom""#).error_event);
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        let mut x: u64 = 0xDEADBEEF;
+        let pieces = [
+            "{", "}", "[", "]", "\"type\"", ":", "\"content_block_delta\"", "\"delta\"", ",", "\"text\"",
+            "\"choices\"", "null", "1", "\\u", "\"", "é", "[DONE]",
+        ];
+        for f in [Format::Unknown, Format::OpenAiChat, Format::Anthropic, Format::AiSdkUi, Format::Ndjson] {
+            let mut cl = Classifier::new(f);
+            for _ in 0..3000 {
+                let mut s = String::new();
+                for _ in 0..(x % 12) {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    s.push_str(pieces[(x % pieces.len() as u64) as usize]);
+                }
+                cl.sse_event("message", &s);
+                cl.ndjson_line(&s);
+                cl.data_stream_line(&s);
+            }
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! The wire record (DESIGN.md §3, version 1): one finished `Timeline` → one JSON object.
+//!
+//! Key names are the contract; never add answer or prompt text here (only counts and times).
+
+use super::config::Config;
+use super::jsonw::JsonWriter;
+use super::timeline::Timeline;
+
+/// Metrics a budget may name (`budgets: { ttft: 800, 'itl.p95': 150 }`), resolved against a
+/// timeline. Unknown names resolve to `None` and never breach.
+pub fn metric_value(tl: &Timeline, name: &str) -> Option<f64> {
+    let (group, stat) = match name.split_once('.') {
+        Some((g, s)) => (g, Some(s)),
+        None => (name, None),
+    };
+    match (group, stat) {
+        ("ttft", None) => tl.ttft(),
+        ("total", None) => tl.total(),
+        ("tpot", None) => tl.tpot(),
+        ("itl", Some(s)) => match s {
+            "p50" => tl.itl.quantile(0.5),
+            "p95" => tl.itl.quantile(0.95),
+            "p99" => tl.itl.quantile(0.99),
+            "max" => tl.itl.max(),
+            _ => None,
+        },
+        ("stalls", Some("count")) => Some(tl.stalls.count as f64),
+        ("stalls", Some("totalMs")) => Some(tl.stalls.total_ms),
+        ("stalls", Some("longestMs")) => Some(tl.stalls.longest_ms),
+        _ => None,
+    }
+}
+
+fn mark(w: &mut JsonWriter, tl: &Timeline, name: &str, t: Option<f64>) {
+    w.key(name);
+    w.opt_ms(tl.rel(t));
+}
+
+/// Encodes the record. `cfg` supplies the budgets.
+pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
+    let id = &tl.ident;
+    let w = out;
+    w.begin_object();
+    w.key("id");
+    w.str(&id.id);
+    w.key("traceId");
+    let mut hex = String::with_capacity(32);
+    id.trace.write_trace_id_hex(&mut hex);
+    w.str(&hex);
+    w.key("spanId");
+    hex.clear();
+    id.trace.write_span_id_hex(&mut hex);
+    w.str(&hex);
+    w.key("traceSource");
+    w.str(id.trace_source.as_str());
+    w.key("sampled");
+    w.bool(id.trace.sampled());
+    w.key("url");
+    w.str(&id.url);
+    w.key("method");
+    w.str(&id.method);
+    w.key("status");
+    w.uint(tl.status as u64);
+    w.key("outcome");
+    w.str(tl.outcome.map(|o| o.as_str()).unwrap_or("partial"));
+    w.key("format");
+    w.str(tl.format());
+    w.key("understood");
+    w.bool(tl.understood());
+    w.key("complete");
+    w.bool(tl.complete());
+    w.key("startEpochMs");
+    w.ms(id.start_epoch_ms);
+
+    w.key("marks");
+    w.begin_object();
+    mark(w, tl, "interaction", tl.interaction);
+    w.key("start");
+    w.uint(0);
+    mark(w, tl, "headers", tl.headers);
+    mark(w, tl, "firstByte", tl.first_byte);
+    mark(w, tl, "firstReasoning", tl.first_reasoning);
+    mark(w, tl, "firstToken", tl.first_token);
+    mark(w, tl, "firstPaint", None);
+    mark(w, tl, "lastToken", tl.last_token);
+    mark(w, tl, "lastPaint", None);
+    mark(w, tl, "end", tl.end);
+    w.end_object();
+
+    w.key("ttft");
+    w.opt_ms(tl.ttft());
+    // Paint metrics come from the paint observer (issue 3); null until an element is observed.
+    for k in ["ttfp", "perceivedTtft"] {
+        w.key(k);
+        w.null();
+    }
+    w.key("total");
+    w.opt_ms(tl.total());
+    w.key("perceivedTotal");
+    w.null();
+    w.key("renderDelay");
+    w.null();
+    w.key("buffered");
+    w.null();
+
+    w.key("itl");
+    w.begin_object();
+    w.key("n");
+    w.uint(tl.itl.count() as u64);
+    for (k, q) in [("p50", 0.5), ("p95", 0.95), ("p99", 0.99)] {
+        w.key(k);
+        w.opt_ms(tl.itl.quantile(q));
+    }
+    w.key("max");
+    w.opt_ms(tl.itl.max());
+    w.end_object();
+
+    w.key("tpot");
+    w.opt_ms(tl.tpot());
+
+    let s = &tl.stalls;
+    w.key("stalls");
+    w.begin_object();
+    w.key("count");
+    w.uint(s.count as u64);
+    w.key("totalMs");
+    w.ms(s.total_ms);
+    w.key("longestMs");
+    w.ms(s.longest_ms);
+    w.key("network");
+    w.uint(s.network as u64);
+    w.key("render");
+    w.uint(s.render as u64);
+    w.end_object();
+
+    let (tokens, from_usage) = tl.output_tokens();
+    w.key("outputTokens");
+    w.uint(tokens as u64);
+    w.key("outputTokensSource");
+    w.str(if from_usage { "usage" } else { "events" });
+    w.key("chars");
+    w.uint(tl.content.content_chars as u64);
+    w.key("reasoningChars");
+    w.uint(tl.content.reasoning_chars as u64);
+    w.key("contentEvents");
+    w.uint(tl.content.content_events as u64);
+    w.key("chunks");
+    w.uint(tl.chunks as u64);
+    w.key("bytes");
+    w.uint(tl.bytes);
+
+    w.key("serverTiming");
+    w.begin_array();
+    for e in &tl.server_timing {
+        w.begin_object();
+        w.key("name");
+        w.str(&e.name);
+        w.key("dur");
+        w.opt_ms(e.dur);
+        w.key("desc");
+        match &e.desc {
+            Some(d) => w.str(d),
+            None => w.null(),
+        }
+        w.end_object();
+    }
+    w.end_array();
+
+    // TTFT split into the server's stages and everything else (network, TLS, proxies, client).
+    w.key("ttftSplit");
+    match (tl.ttft(), tl.server_ms()) {
+        (Some(ttft), Some(server)) => {
+            w.begin_object();
+            w.key("server");
+            w.ms(server);
+            w.key("network");
+            w.ms(ttft - server);
+            w.end_object();
+        }
+        _ => w.null(),
+    }
+
+    w.key("correlation");
+    w.begin_object();
+    for (k, v) in &tl.correlation {
+        w.key(k);
+        w.str(v);
+    }
+    w.end_object();
+
+    w.key("stallList");
+    w.begin_array();
+    for st in &s.list {
+        w.begin_object();
+        w.key("start");
+        w.ms(st.start);
+        w.key("dur");
+        w.ms(st.dur);
+        w.key("cause");
+        w.str(st.cause.as_str());
+        w.end_object();
+    }
+    w.end_array();
+
+    w.key("budgetBreaches");
+    w.begin_array();
+    for b in &cfg.budgets {
+        if let Some(v) = metric_value(tl, &b.metric) {
+            if v > b.limit {
+                w.begin_object();
+                w.key("metric");
+                w.str(&b.metric);
+                w.key("limit");
+                w.ms(b.limit);
+                w.key("value");
+                w.ms(v);
+                w.end_object();
+            }
+        }
+    }
+    w.end_array();
+
+    w.key("hidden");
+    w.bool(tl.hidden);
+    w.key("userMarks");
+    w.begin_object();
+    for (k, t) in &tl.user_marks {
+        w.key(k);
+        w.ms(t - tl.start);
+    }
+    w.end_object();
+    w.end_object();
+}

@@ -1,0 +1,665 @@
+//! `Server-Timing` response header parser (W3C Server Timing, "The Server-Timing Header Field";
+//! DESIGN §2: the server's stages split `ttft`, and `trace;desc=…` carries the trace).
+//!
+//! Grammar (Server Timing §3, with RFC 9110 `#`, `OWS`, `token`, `quoted-string`):
+//! ```text
+//! Server-Timing             = #server-timing-metric
+//! server-timing-metric      = metric-name *( OWS ";" OWS server-timing-param )
+//! metric-name               = token
+//! server-timing-param       = server-timing-param-name OWS "=" OWS server-timing-param-value
+//! server-timing-param-name  = token
+//! server-timing-param-value = token / quoted-string
+//! ```
+//! Error recovery follows the spec's "if an incomplete or invalid server-timing-param is found,
+//! the user agent SHOULD keep processing the header — either moving on to the next
+//! server-timing-param or server-timing-metric" and the web-platform-tests
+//! (`server-timing/server_timing_header-parsing`), which pin down the details:
+//! * a param without `=` or with an empty/non-token value has the empty value (`dur` → 0,
+//!   `desc` → "");
+//! * characters after a param value up to the next `;`/`,` are ignored (`desc=d1 d2` → "d1");
+//! * an unterminated quoted string is the empty value;
+//! * characters after a metric name that are not `;`/`,` invalidate that metric's params (the
+//!   metric is kept with its name only: `metric==""foo;dur=1` → `metric`, no dur).
+//!   Deliberate deviation: parsing then resumes after the next comma outside quotes, so
+//!   `m1==""x,m2` yields `m1` and `m2` (the WPT expectation, taken from Chromium, drops `m2`; the
+//!   spec text above asks to move on to the next metric, and a RUM tool should not lose a good
+//!   metric an intermediary appended after a bad one);
+//! * a repeated param: the first occurrence wins "even if the server-timing-param is incomplete
+//!   or invalid" (spec), e.g. `dur=foo;dur=5` → 0;
+//! * param names are matched ASCII case-insensitively (`DuR`), metric names and values are kept
+//!   as written; duplicate metric names are all kept (spec: "MUST process and expose all").
+//!
+//! Several `Server-Timing` headers arrive joined with ", " by fetch, which is the same list.
+//!
+//! Bounds, so a hostile header cannot blow up a record: at most `MAX_ENTRIES` entries in `out`,
+//! names and descriptions truncated to `MAX_TEXT` bytes on a char boundary. Work is linear in
+//! the header length.
+
+/// Upper bound on `out.len()` after `parse_server_timing`.
+pub const MAX_ENTRIES: usize = 32;
+/// Names and descriptions are truncated to this many bytes (on a UTF-8 char boundary).
+pub const MAX_TEXT: usize = 128;
+
+/// One `Server-Timing` metric.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerTimingEntry {
+    pub name: String,
+    /// `Some` when a `dur` param was present: its value in ms, or 0 when the value is empty or
+    /// not a finite decimal number (spec: "value 0 if omitted or not representable as a
+    /// double"). `None` when there was no `dur` param at all, so a record can tell "absent" from
+    /// "0" (the browser's `PerformanceServerTiming.duration` reports 0 for both). Negative
+    /// numbers are kept as sent.
+    pub dur: Option<f64>,
+    /// `Some` when a `desc` param was present (possibly empty), `None` otherwise.
+    pub desc: Option<String>,
+}
+
+/// Parses one `Server-Timing` header value (or several joined with ", "), appending entries to
+/// `out` until `out` holds `MAX_ENTRIES`. Never panics; malformed parts are skipped as described
+/// in the module docs.
+pub fn parse_server_timing(header: &str, out: &mut Vec<ServerTimingEntry>) {
+    let b = header.as_bytes();
+    let mut i = 0;
+    loop {
+        if out.len() >= MAX_ENTRIES {
+            return;
+        }
+        // OWS and empty list elements ("a, ,b": RFC 9110 §5.6.1 says recipients accept them).
+        while i < b.len() && matches!(b[i], b' ' | b'\t' | b',') {
+            i += 1;
+        }
+        if i >= b.len() {
+            return;
+        }
+        let start = i;
+        i = skip_token(b, i);
+        if i == start {
+            // Not a metric name: skip this list element.
+            i = skip_junk(b, i, false);
+            continue;
+        }
+        let mut entry = ServerTimingEntry {
+            name: truncate_ascii(&header[start..i]),
+            dur: None,
+            desc: None,
+        };
+        let (mut seen_dur, mut seen_desc) = (false, false);
+        i = skip_ows(b, i);
+        while i < b.len() {
+            match b[i] {
+                b',' => break,
+                b';' => {
+                    i = parse_param(header, i + 1, &mut entry, &mut seen_dur, &mut seen_desc);
+                }
+                _ => {
+                    // Garbage right after the name: the metric keeps its name only.
+                    i = skip_junk(b, i, false);
+                    break;
+                }
+            }
+        }
+        out.push(entry);
+    }
+}
+
+/// Parses one param starting just after its `;`; returns the index of the following `;`/`,`
+/// (not consumed) or the end.
+fn parse_param(
+    header: &str,
+    mut i: usize,
+    entry: &mut ServerTimingEntry,
+    seen_dur: &mut bool,
+    seen_desc: &mut bool,
+) -> usize {
+    let b = header.as_bytes();
+    i = skip_ows(b, i);
+    let name_start = i;
+    i = skip_token(b, i);
+    if i == name_start {
+        return skip_junk(b, i, true);
+    }
+    let pname = &b[name_start..i];
+    let is_dur = pname.eq_ignore_ascii_case(b"dur");
+    let is_desc = pname.eq_ignore_ascii_case(b"desc");
+    i = skip_ows(b, i);
+    // The value: (raw text, is it a quoted-string body that still needs unescaping).
+    let mut value: (&str, bool) = ("", false);
+    if i < b.len() && b[i] == b'=' {
+        i = skip_ows(b, i + 1);
+        if i < b.len() && b[i] == b'"' {
+            let (end, body) = scan_quoted(b, i);
+            if let Some((s, e)) = body {
+                value = (&header[s..e], true);
+            }
+            i = end;
+        } else {
+            let s = i;
+            i = skip_token(b, i);
+            value = (&header[s..i], false);
+        }
+    }
+    if is_dur && !*seen_dur {
+        *seen_dur = true;
+        let d = if value.1 {
+            parse_decimal(unescape(value.0, usize::MAX).as_bytes())
+        } else {
+            parse_decimal(value.0.as_bytes())
+        };
+        entry.dur = Some(d.unwrap_or(0.0));
+    } else if is_desc && !*seen_desc {
+        *seen_desc = true;
+        entry.desc = Some(if value.1 {
+            unescape(value.0, MAX_TEXT)
+        } else {
+            truncate_ascii(value.0)
+        });
+    }
+    skip_junk(b, i, true)
+}
+
+/// RFC 9110 §5.6.2 tchar.
+#[inline]
+fn is_tchar(c: u8) -> bool {
+    c.is_ascii_alphanumeric()
+        || matches!(
+            c,
+            b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_'
+                | b'`' | b'|' | b'~'
+        )
+}
+
+fn skip_token(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && is_tchar(b[i]) {
+        i += 1;
+    }
+    i
+}
+
+fn skip_ows(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && matches!(b[i], b' ' | b'\t') {
+        i += 1;
+    }
+    i
+}
+
+/// Skips to the next `,` (and, with `stop_at_semicolon`, `;`) outside a quoted string; returns
+/// its index (not consumed) or the end. Quote-aware because a comma inside quotes does not end a
+/// list element (RFC 9110 §5.6.1, fetch "get, decode, and split").
+fn skip_junk(b: &[u8], mut i: usize, stop_at_semicolon: bool) -> usize {
+    while i < b.len() {
+        match b[i] {
+            b',' => return i,
+            b';' if stop_at_semicolon => return i,
+            b'"' => i = scan_quoted(b, i).0,
+            _ => i += 1,
+        }
+    }
+    i
+}
+
+/// Scans a quoted-string whose opening `"` is at `i`. Returns the index after it and, when it
+/// is terminated, the byte range of its body (escapes still in place). An unterminated string
+/// runs to the end and has no body. Positions are always at ASCII bytes, so slicing the `&str`
+/// there is on char boundaries (UTF-8 continuation bytes are never `"` or `\`).
+fn scan_quoted(b: &[u8], i: usize) -> (usize, Option<(usize, usize)>) {
+    let mut j = i + 1;
+    while j < b.len() {
+        match b[j] {
+            b'\\' => j += 2, // quoted-pair
+            b'"' => return (j + 1, Some((i + 1, j))),
+            _ => j += 1,
+        }
+    }
+    (b.len(), None)
+}
+
+/// Removes quoted-pair backslashes from a quoted-string body, keeping at most `limit` bytes
+/// (cut on a char boundary).
+fn unescape(body: &str, limit: usize) -> String {
+    let mut s = String::new();
+    let mut escaped = false;
+    for c in body.chars() {
+        if c == '\\' && !escaped {
+            escaped = true;
+            continue;
+        }
+        escaped = false;
+        if s.len() + c.len_utf8() > limit {
+            break;
+        }
+        s.push(c);
+    }
+    s
+}
+
+/// Truncates to `MAX_TEXT` bytes. Only used on token text (ASCII), so any byte index is a char
+/// boundary; `floor_char_boundary`-style backing off keeps it correct regardless.
+fn truncate_ascii(s: &str) -> String {
+    let mut end = s.len().min(MAX_TEXT);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    String::from(&s[..end])
+}
+
+/// Parses a whole string as a decimal number: `[+-] digits [. digits] [(e|E) [+-] digits]`,
+/// with at least one mantissa digit (`5.`, `.5` accepted). `None` for anything else, including
+/// surrounding whitespace, `inf`/`nan`, hex, and values that overflow f64.
+///
+/// Why hand-written: `str::parse::<f64>` costs ~21 KB of wasm (measured), most of the size
+/// budget. This keeps up to 19 significant digits and is exact (correctly rounded) when they fit
+/// in 2^53 and the decimal exponent is within ±22 — every realistic duration such as `123.4` or
+/// `0.25`; otherwise within a few ulp. Values below ~1e-300 may read as 0.
+pub fn parse_decimal(s: &[u8]) -> Option<f64> {
+    let mut i = 0;
+    let neg = match s.first() {
+        Some(b'-') => {
+            i = 1;
+            true
+        }
+        Some(b'+') => {
+            i = 1;
+            false
+        }
+        _ => false,
+    };
+    let mut mant: u64 = 0;
+    let mut sig = 0u32; // significant digits held in `mant` (≤ 19, so no u64 overflow)
+    let mut exp10: i32 = 0;
+    let mut digits = 0u32;
+    let mut frac = false;
+    while let Some(&c) = s.get(i) {
+        if c.is_ascii_digit() {
+            digits = digits.saturating_add(1);
+            if sig < 19 {
+                mant = mant * 10 + u64::from(c - b'0');
+                if mant != 0 {
+                    sig += 1;
+                }
+                if frac {
+                    exp10 = exp10.saturating_sub(1);
+                }
+            } else if !frac {
+                // Dropped integer digit: still scales the value.
+                exp10 = exp10.saturating_add(1);
+            }
+        } else if c == b'.' && !frac {
+            frac = true;
+        } else {
+            break;
+        }
+        i += 1;
+    }
+    if digits == 0 {
+        return None;
+    }
+    if let Some(b'e' | b'E') = s.get(i) {
+        i += 1;
+        let eneg = match s.get(i) {
+            Some(b'-') => {
+                i += 1;
+                true
+            }
+            Some(b'+') => {
+                i += 1;
+                false
+            }
+            _ => false,
+        };
+        let mut e: i32 = 0;
+        let estart = i;
+        while let Some(&c) = s.get(i) {
+            if !c.is_ascii_digit() {
+                break;
+            }
+            e = (e * 10 + i32::from(c - b'0')).min(100_000);
+            i += 1;
+        }
+        if i == estart {
+            return None;
+        }
+        exp10 = if eneg { exp10.saturating_sub(e) } else { exp10.saturating_add(e) };
+    }
+    if i != s.len() {
+        return None;
+    }
+    if mant == 0 {
+        return Some(0.0);
+    }
+    let m = mant as f64;
+    let exp10 = exp10.clamp(-400, 400);
+    // powi(10, k) is exact for k ≤ 22 (every intermediate of square-and-multiply is an exactly
+    // representable power of ten), so the fast path is one correctly rounded operation.
+    let v = if exp10 >= 0 {
+        m * 10f64.powi(exp10)
+    } else {
+        m / 10f64.powi(-exp10)
+    };
+    if !v.is_finite() {
+        return None;
+    }
+    Some(if neg { -v } else { v })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (name, dur, desc) with WPT's view: dur/desc as Option so absence is visible.
+    type E<'a> = (&'a str, Option<f64>, Option<&'a str>);
+
+    fn parse(h: &str) -> Vec<ServerTimingEntry> {
+        let mut v = Vec::new();
+        parse_server_timing(h, &mut v);
+        v
+    }
+
+    fn check(h: &str, expect: &[E]) {
+        let got = parse(h);
+        let want: Vec<ServerTimingEntry> = expect
+            .iter()
+            .map(|&(n, d, s)| ServerTimingEntry {
+                name: n.to_string(),
+                dur: d,
+                desc: s.map(str::to_string),
+            })
+            .collect();
+        assert_eq!(got, want, "header {h:?}");
+    }
+
+    #[test]
+    fn spec_example() {
+        // Server Timing §"Examples", the two headers and the trailer joined as fetch does.
+        check(
+            "miss, db;dur=53, app;dur=47.2, customView, dc;desc=atl, \
+             cache;desc=\"Cache Read\";dur=23.2, total;dur=123.4",
+            &[
+                ("miss", None, None),
+                ("db", Some(53.0), None),
+                ("app", Some(47.2), None),
+                ("customView", None, None),
+                ("dc", None, Some("atl")),
+                ("cache", Some(23.2), Some("Cache Read")),
+                ("total", Some(123.4), None),
+            ],
+        );
+    }
+
+    // The web-platform-tests cases (server-timing/server_timing_header-parsing, generated by
+    // cvazac/generate-server-timing-tests). WPT compares `duration` with 0 for absent dur; here
+    // absent stays None and "present but empty/invalid" is Some(0.0).
+    #[test]
+    fn wpt_basics() {
+        check("", &[]);
+        check("metric", &[("metric", None, None)]);
+        check("metric;dur=123.4", &[("metric", Some(123.4), None)]);
+        check("metric;dur=\"123.4\"", &[("metric", Some(123.4), None)]);
+        check("metric;desc=description", &[("metric", None, Some("description"))]);
+        check("metric;desc=\"description\"", &[("metric", None, Some("description"))]);
+        check(
+            "metric;dur=123.4;desc=description",
+            &[("metric", Some(123.4), Some("description"))],
+        );
+        check(
+            "metric;desc=description;dur=123.4",
+            &[("metric", Some(123.4), Some("description"))],
+        );
+        check("aB3!#$%&'*+-.^_`|~", &[("aB3!#$%&'*+-.^_`|~", None, None)]);
+        check(
+            "metric;desc=\"descr;,=iption\";dur=123.4",
+            &[("metric", Some(123.4), Some("descr;,=iption"))],
+        );
+    }
+
+    #[test]
+    fn wpt_whitespace() {
+        check("metric ; ", &[("metric", None, None)]);
+        check("metric , ", &[("metric", None, None)]);
+        check(
+            "metric ; dur = 123.4 ; desc = description",
+            &[("metric", Some(123.4), Some("description"))],
+        );
+        check(
+            "metric ; desc = description ; dur = 123.4",
+            &[("metric", Some(123.4), Some("description"))],
+        );
+        check("metric;desc = \"description\"", &[("metric", None, Some("description"))]);
+        check("metric\t;\t", &[("metric", None, None)]);
+        check("metric\t,\t", &[("metric", None, None)]);
+        check(
+            "metric\t;\tdur\t=\t123.4\t;\tdesc\t=\tdescription",
+            &[("metric", Some(123.4), Some("description"))],
+        );
+        check(
+            "metric;\tdesc=\ttabs-should-get-trimmed\t;dur=\t42\t",
+            &[("metric", Some(42.0), Some("tabs-should-get-trimmed"))],
+        );
+    }
+
+    #[test]
+    fn wpt_multiple_entries() {
+        check(
+            "metric1;dur=12.3;desc=description1,metric2;dur=45.6;desc=description2,\
+             metric3;dur=78.9;desc=description3",
+            &[
+                ("metric1", Some(12.3), Some("description1")),
+                ("metric2", Some(45.6), Some("description2")),
+                ("metric3", Some(78.9), Some("description3")),
+            ],
+        );
+        check(
+            "metric1,metric2 ,metric3, metric4 , metric5",
+            &[
+                ("metric1", None, None),
+                ("metric2", None, None),
+                ("metric3", None, None),
+                ("metric4", None, None),
+                ("metric5", None, None),
+            ],
+        );
+        // Duplicate names are all kept.
+        check(
+            "metric;dur=12.3;desc=description1,metric;dur=45.6;desc=description2",
+            &[
+                ("metric", Some(12.3), Some("description1")),
+                ("metric", Some(45.6), Some("description2")),
+            ],
+        );
+    }
+
+    #[test]
+    fn wpt_quoted_strings() {
+        check("metric;desc=\"\t description \t\"", &[("metric", None, Some("\t description \t"))]);
+        check("metric;desc=\"descr\\\"iption\"", &[("metric", None, Some("descr\"iption"))]);
+        // (raw header text, expected desc) — the WPT "quoted-strings - others" table.
+        let table: &[(&str, &str)] = &[
+            (r#"\"#, ""),
+            (r#"""#, ""),
+            (r#"\\"#, ""),
+            (r#"\""#, ""),
+            (r#""\"#, ""),
+            (r#""""#, ""),
+            (r#"\\\"#, ""),
+            (r#"\\""#, ""),
+            (r#"\"\"#, ""),
+            (r#"\"""#, ""),
+            (r#""\\"#, ""),
+            (r#""\""#, ""),
+            (r#"""\"#, ""),
+            (r#"""""#, ""),
+            (r#"\\\\"#, ""),
+            (r#"\\\""#, ""),
+            (r#"\\"\"#, ""),
+            (r#"\\"""#, ""),
+            (r#"\"\\"#, ""),
+            (r#"\"\""#, ""),
+            (r#"\""\"#, ""),
+            (r#"\""""#, ""),
+            (r#""\\\"#, ""),
+            (r#""\\""#, "\\"),
+            (r#""\"\"#, ""),
+            (r#""\"""#, "\""),
+            (r#"""\\"#, ""),
+            (r#"""\""#, ""),
+            (r#""""\"#, ""),
+            (r#"""""""#, ""),
+        ];
+        for (raw, want) in table {
+            check(&format!("metric;desc={raw}"), &[("metric", None, Some(want))]);
+        }
+    }
+
+    #[test]
+    fn wpt_params() {
+        check("metric;DuR=123.4;DeSc=description", &[("metric", Some(123.4), Some("description"))]);
+        check("MeTrIc;desc=DeScRiPtIoN", &[("MeTrIc", None, Some("DeScRiPtIoN"))]);
+        check("metric;dur=foo", &[("metric", Some(0.0), None)]);
+        check("metric;dur=\"foo\"", &[("metric", Some(0.0), None)]);
+        check(
+            "metric1;foo=bar;desc=description;foo=bar;dur=123.4;foo=bar,metric2",
+            &[("metric1", Some(123.4), Some("description")), ("metric2", None, None)],
+        );
+        // Duplicate params: the first wins, even when invalid.
+        check("metric;dur=123.4;dur=567.8", &[("metric", Some(123.4), None)]);
+        check("metric;dur=foo;dur=567.8", &[("metric", Some(0.0), None)]);
+        check("metric;desc=description1;desc=description2", &[("metric", None, Some("description1"))]);
+        // Incomplete params.
+        check("metric;dur;dur=123.4;desc=description", &[("metric", Some(0.0), Some("description"))]);
+        check("metric;dur=;dur=123.4;desc=description", &[("metric", Some(0.0), Some("description"))]);
+        check("metric;desc;desc=description;dur=123.4", &[("metric", Some(123.4), Some(""))]);
+        check("metric;desc=;desc=description;dur=123.4", &[("metric", Some(123.4), Some(""))]);
+    }
+
+    #[test]
+    fn wpt_extraneous_characters() {
+        check("metric;desc=d1 d2;dur=123.4", &[("metric", Some(123.4), Some("d1"))]);
+        check("metric1;desc=d1 d2,metric2", &[("metric1", None, Some("d1")), ("metric2", None, None)]);
+        check("metric;desc=\"d1\" d2;dur=123.4", &[("metric", Some(123.4), Some("d1"))]);
+        check(
+            "metric1;desc=\"d1\" d2,metric2",
+            &[("metric1", None, Some("d1")), ("metric2", None, None)],
+        );
+        check("metric==   \"\"foo;dur=123.4", &[("metric", None, None)]);
+        // WPT expects only metric1 here; we resume at the next comma (documented deviation).
+        check("metric1==   \"\"foo,metric2", &[("metric1", None, None), ("metric2", None, None)]);
+        check("metric;dur foo=12", &[("metric", Some(0.0), None)]);
+        check("metric;foo dur=12", &[("metric", None, None)]);
+    }
+
+    #[test]
+    fn wpt_nonsense_yields_nothing() {
+        for h in [" ", "=", "[", "]", ";", ",", "=;", ";=", "=,", ",=", ";,", ",;", "=;,", "{", "}"]
+        {
+            check(h, &[]);
+        }
+    }
+
+    #[test]
+    fn recovery_and_quotes() {
+        // A comma inside quotes in junk does not end the element.
+        check("a=\"x,y\";dur=1, b;dur=2", &[("a", None, None), ("b", Some(2.0), None)]);
+        // An unterminated quote swallows the rest.
+        check("a;desc=\"oops, b;dur=2", &[("a", None, Some(""))]);
+        // Bad metric names are skipped, good neighbours kept.
+        check("=x;dur=1, ok;dur=3", &[("ok", Some(3.0), None)]);
+        check(",,, a ,, b,", &[("a", None, None), ("b", None, None)]);
+        // Unknown params with quoted values containing delimiters.
+        check("a;x=\"1;2,3\";dur=4", &[("a", Some(4.0), None)]);
+        // Non-ASCII inside a quoted desc is kept; outside a token it is junk.
+        check("a;desc=\"żółw 🐢\"", &[("a", None, Some("żółw 🐢"))]);
+        check("a;desc=żółw;dur=1", &[("a", Some(1.0), Some(""))]);
+        check("café;dur=1", &[("caf", None, None)]);
+        // The trace context form (DESIGN §2).
+        check(
+            "trace;desc=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+            &[("trace", None, Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"))],
+        );
+        check("a;dur=-1.5", &[("a", Some(-1.5), None)]);
+        check("a;dur=1e400", &[("a", Some(0.0), None)]);
+    }
+
+    #[test]
+    fn bounds() {
+        let mut h = String::new();
+        for i in 0..100 {
+            h.push_str(&format!("m{i};dur={i},"));
+        }
+        let got = parse(&h);
+        assert_eq!(got.len(), MAX_ENTRIES);
+        assert_eq!(got[31].name, "m31");
+        // The bound applies to `out`, across calls (one call per header is fine).
+        let mut out = got;
+        parse_server_timing("x", &mut out);
+        assert_eq!(out.len(), MAX_ENTRIES);
+
+        let long_name = "n".repeat(10_000);
+        let got = parse(&format!("{long_name};desc={long_name}"));
+        assert_eq!(got[0].name.len(), MAX_TEXT);
+        assert_eq!(got[0].desc.as_deref().unwrap().len(), MAX_TEXT);
+        // Truncation of a quoted desc lands on a char boundary (🐢 is 4 bytes).
+        let turtles = "🐢".repeat(100);
+        let got = parse(&format!("a;desc=\"x{turtles}\""));
+        let d = got[0].desc.as_deref().unwrap();
+        assert_eq!(d.len(), 125);
+        assert!(d.starts_with("x🐢"));
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        // Deterministic fuzz over a delimiter-heavy alphabet (plus multi-byte chars).
+        let alphabet = ['a', 'd', 'u', 'r', 'e', 's', 'c', '=', ';', ',', '"', '\\', ' ', '\t', '1',
+            '.', '-', 'é', '🐢', '\u{0}', 'E', '+'];
+        let mut x: u64 = 0x1234_5678_9abc_def1;
+        for _ in 0..20_000 {
+            let mut s = String::new();
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = (x % 40) as usize;
+            for _ in 0..len {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                s.push(alphabet[(x % alphabet.len() as u64) as usize]);
+            }
+            let got = parse(&s);
+            assert!(got.len() <= MAX_ENTRIES);
+            for e in &got {
+                assert!(!e.name.is_empty() && e.name.len() <= MAX_TEXT);
+                assert!(e.dur.map_or(true, f64::is_finite));
+            }
+        }
+    }
+
+    #[test]
+    fn decimal_parser() {
+        let exact = [
+            "0", "1", "123.4", "12.3", "45.6", "78.9", "47.2", "0.25", "5.", ".5", "-1.5", "+2",
+            "1e3", "1E-3", "2.5e+2", "0.1", "0.2", "0.3", "1234567.891", "9007199254740991",
+            "00012.500", "0.000001", "3.14159265358979", "1e22", "1e-22",
+        ];
+        for s in exact {
+            assert_eq!(parse_decimal(s.as_bytes()), Some(s.parse::<f64>().unwrap()), "{s}");
+        }
+        let close = [
+            "12345678901234567890123", "0.1234567890123456789012", "1e300", "1.5e308",
+            "123456789.123456789e-5", "1e-200", "98765432109876543210.5",
+        ];
+        for s in close {
+            let want: f64 = s.parse().unwrap();
+            let got = parse_decimal(s.as_bytes()).unwrap();
+            assert!(((got - want) / want).abs() < 1e-14, "{s}: {got} vs {want}");
+        }
+        for bad in [
+            "", "-", "+", ".", "e5", "1e", "1e+", "1.2.3", "1,5", " 1", "1 ", "0x10", "inf", "NaN",
+            "Infinity", "1e400", "--1", "1-", "١",
+        ] {
+            assert_eq!(parse_decimal(bad.as_bytes()), None, "{bad:?}");
+        }
+        assert_eq!(parse_decimal(b"-0"), Some(0.0));
+        assert_eq!(parse_decimal(b"1e-400"), Some(0.0));
+        assert_eq!(parse_decimal(b"1e99999999999999999999"), None);
+        let many_zeros = format!("0.{}1", "0".repeat(5000));
+        assert_eq!(parse_decimal(many_zeros.as_bytes()), Some(0.0));
+    }
+}

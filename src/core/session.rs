@@ -1,0 +1,194 @@
+//! The SDK's per-page state: configuration, the in-flight timelines (bounded), and the
+//! records that finished. The browser layer holds one `Session` and talks to it with small
+//! integer handles, so no Rust object crosses into JS per request.
+
+use super::config::{strip_query, Config};
+use super::hex;
+use super::jsonw::JsonWriter;
+use super::record;
+use super::timeline::{Identity, Outcome, Timeline, TraceSource};
+use super::traceparent::TraceContext;
+
+/// In-flight requests kept at once. A request the app never finishes reading (abandoned
+/// body) would otherwise pin its state forever; past this, the oldest is ended `partial`.
+pub const MAX_IN_FLIGHT: usize = 64;
+/// Finished records waiting for the transport / `onRecord`.
+pub const MAX_FINISHED: usize = 256;
+
+/// A handle: slot index in the low 8 bits, a generation above, so a stale handle from an
+/// ended request never touches the slot's next occupant. 0 is never a valid handle.
+pub type Handle = u32;
+
+struct Slot {
+    generation: u32,
+    timeline: Option<Timeline>,
+    /// Order of `begin`, to pick the oldest when full and the "current" request for marks.
+    seq: u64,
+}
+
+pub struct Session {
+    pub cfg: Config,
+    slots: Vec<Slot>,
+    seq: u64,
+    finished: Vec<String>,
+    /// Records dropped because `finished` was full (reported, never silently lost).
+    pub dropped: u32,
+}
+
+/// The 32 random bytes a request needs: 16 trace id, 8 span id, 8 record id.
+pub const RANDOM_BYTES: usize = 32;
+
+impl Session {
+    pub fn new(cfg: Config) -> Session {
+        Session { cfg, slots: Vec::new(), seq: 0, finished: Vec::new(), dropped: 0 }
+    }
+
+    /// Starts a timeline for a request about to be sent. `url` is absolute. `app_traceparent`
+    /// is the request's own `traceparent` header, if the app set one (respected, not
+    /// duplicated). Returns the handle; `traceparent(h)` then says what to send.
+    pub fn begin(
+        &mut self,
+        url: &str,
+        method: &str,
+        t: f64,
+        epoch_ms: f64,
+        random: &[u8],
+        app_traceparent: Option<&str>,
+    ) -> Handle {
+        let mut r = [0u8; RANDOM_BYTES];
+        let n = random.len().min(RANDOM_BYTES);
+        r[..n].copy_from_slice(&random[..n]);
+        let mut tr = [0u8; 24];
+        tr.copy_from_slice(&r[..24]);
+        let ours = TraceContext::from_random(&tr, self.cfg.sampled);
+        let (trace, trace_source) = match app_traceparent.and_then(TraceContext::parse) {
+            Some(app) => (app, TraceSource::App),
+            None if self.cfg.may_propagate(url) => (ours, TraceSource::Propagated),
+            None => (ours, TraceSource::None),
+        };
+        let mut id = String::with_capacity(16);
+        hex::push_hex(&mut id, &r[24..32]);
+        let url = if self.cfg.strip_query { strip_query(url) } else { url };
+        let ident = Identity {
+            id,
+            trace,
+            trace_source,
+            url: url.into(),
+            method: method.to_ascii_uppercase(),
+            start_epoch_ms: epoch_ms,
+        };
+        let tl = Timeline::new(&self.cfg, ident, t);
+        self.insert(tl, t)
+    }
+
+    fn insert(&mut self, tl: Timeline, t: f64) -> Handle {
+        self.seq += 1;
+        let idx = match self.slots.iter().position(|s| s.timeline.is_none()) {
+            Some(i) => i,
+            None if self.slots.len() < MAX_IN_FLIGHT => {
+                self.slots.push(Slot { generation: 0, timeline: None, seq: 0 });
+                self.slots.len() - 1
+            }
+            None => {
+                // Full: evict the oldest as partial.
+                let i = self.oldest().unwrap_or(0);
+                let h = self.handle_of(i);
+                self.end(h, t, Outcome::Partial);
+                i
+            }
+        };
+        let slot = &mut self.slots[idx];
+        slot.generation = slot.generation.wrapping_add(1) & 0x00ff_ffff;
+        if slot.generation == 0 {
+            slot.generation = 1;
+        }
+        slot.timeline = Some(tl);
+        slot.seq = self.seq;
+        self.handle_of(idx)
+    }
+
+    fn handle_of(&self, idx: usize) -> Handle {
+        (self.slots[idx].generation << 8) | idx as u32
+    }
+
+    fn oldest(&self) -> Option<usize> {
+        (0..self.slots.len()).filter(|&i| self.slots[i].timeline.is_some()).min_by_key(|&i| self.slots[i].seq)
+    }
+
+    pub fn get(&mut self, h: Handle) -> Option<&mut Timeline> {
+        let slot = self.slots.get_mut((h & 0xff) as usize)?;
+        if slot.generation != h >> 8 {
+            return None;
+        }
+        slot.timeline.as_mut()
+    }
+
+    /// The `traceparent` value to add to the request, or "" when none may be added (other
+    /// origin, or the app already set one).
+    pub fn traceparent(&mut self, h: Handle) -> String {
+        let mut s = String::new();
+        if let Some(tl) = self.get(h) {
+            if tl.ident.trace_source == TraceSource::Propagated {
+                tl.ident.trace.write_header(&mut s);
+            }
+        }
+        s
+    }
+
+    /// The app's request already carried a `traceparent`: use its ids, send nothing more.
+    /// An invalid one is left alone (the app sends it as it is) and ours is not added.
+    pub fn adopt_traceparent(&mut self, h: Handle, value: &str) {
+        if let Some(tl) = self.get(h) {
+            match TraceContext::parse(value) {
+                Some(app) => {
+                    tl.ident.trace = app;
+                    tl.ident.trace_source = TraceSource::App;
+                }
+                None => tl.ident.trace_source = TraceSource::None,
+            }
+        }
+    }
+
+    /// Forgets a request without a record (e.g. the response turned out not to be a stream).
+    pub fn discard(&mut self, h: Handle) {
+        if self.get(h).is_some() {
+            self.slots[(h & 0xff) as usize].timeline = None;
+        }
+    }
+
+    /// Ends a request and queues its record.
+    pub fn end(&mut self, h: Handle, t: f64, outcome: Outcome) {
+        let Some(mut tl) = self.get(h).and_then(|_| self.slots[(h & 0xff) as usize].timeline.take()) else {
+            return;
+        };
+        tl.on_end(t, outcome);
+        if !self.cfg.sampled {
+            return;
+        }
+        let mut w = JsonWriter::new();
+        record::encode(&tl, &self.cfg, &mut w);
+        if self.finished.len() >= MAX_FINISHED {
+            self.finished.remove(0);
+            self.dropped += 1;
+        }
+        self.finished.push(w.out);
+    }
+
+    /// The most recently started request that is still running (for `rum.mark`).
+    pub fn current(&self) -> Option<Handle> {
+        let i = (0..self.slots.len())
+            .filter(|&i| self.slots[i].timeline.is_some())
+            .max_by_key(|&i| self.slots[i].seq)?;
+        Some(self.handle_of(i))
+    }
+
+    /// Every running request (page hide marks them `hidden`; unload ends them `partial`).
+    pub fn running(&self) -> Vec<Handle> {
+        (0..self.slots.len()).filter(|&i| self.slots[i].timeline.is_some()).map(|i| self.handle_of(i)).collect()
+    }
+
+    /// Takes the finished records (JSON object texts) in completion order.
+    pub fn take_finished(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.finished)
+    }
+}

@@ -1,0 +1,155 @@
+//! llm-rum: real-user monitoring for streamed LLM answers.
+//!
+//! `core` is pure Rust (tested natively); `browser` holds the thin wasm adapters. This file
+//! holds the `#[wasm_bindgen]` surface only: each export delegates in a line or two.
+
+pub mod core;
+
+#[cfg(all(target_arch = "wasm32", any()))] // owner: enabled once the core lands
+pub mod browser;
+
+#[cfg(all(target_arch = "wasm32", any()))]
+pub mod exports {
+    use crate::browser::headers::apply_response_headers;
+    use crate::core::config::{Budget, Config};
+    use crate::core::session::Session;
+    use crate::core::timeline::Outcome;
+    use wasm_bindgen::prelude::*;
+
+    /// The per-page SDK state. Created once by `init()` in js/index.js.
+    #[wasm_bindgen]
+    pub struct Core {
+        session: Session,
+        correlation: Vec<String>,
+    }
+
+    fn lines(s: &str) -> Vec<String> {
+        s.split('\n').map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect()
+    }
+
+    #[wasm_bindgen]
+    impl Core {
+        /// `propagate` and `correlation` are newline-separated lists (plain strings are the
+        /// cheapest thing to pass across the boundary).
+        #[wasm_bindgen(constructor)]
+        pub fn new(
+            page_origin: String,
+            propagate: &str,
+            correlation: &str,
+            stall_threshold_ms: f64,
+            strip_query: bool,
+            sampled: bool,
+        ) -> Core {
+            let cfg = Config {
+                stall_threshold_ms,
+                page_origin,
+                propagate: lines(propagate),
+                budgets: Vec::new(),
+                strip_query,
+                sampled,
+            };
+            let correlation = lines(correlation).into_iter().map(|s| s.to_ascii_lowercase()).collect();
+            Core { session: Session::new(cfg), correlation }
+        }
+
+        pub fn add_budget(&mut self, metric: &str, limit: f64) {
+            self.session.cfg.budgets.push(Budget { metric: metric.into(), limit });
+        }
+
+        pub fn begin(
+            &mut self,
+            url: &str,
+            method: &str,
+            t: f64,
+            epoch_ms: f64,
+            random: &[u8],
+            app_traceparent: Option<String>,
+        ) -> u32 {
+            self.session.begin(url, method, t, epoch_ms, random, app_traceparent.as_deref())
+        }
+
+        pub fn traceparent(&mut self, h: u32) -> String {
+            self.session.traceparent(h)
+        }
+
+        pub fn adopt_traceparent(&mut self, h: u32, value: &str) {
+            self.session.adopt_traceparent(h, value);
+        }
+
+        /// The user's action that caused this request (performance.now() ms).
+        pub fn interaction(&mut self, h: u32, t: f64) {
+            if let Some(tl) = self.session.get(h) {
+                tl.interaction = Some(t);
+            }
+        }
+
+        pub fn discard(&mut self, h: u32) {
+            self.session.discard(h);
+        }
+
+        /// Response headers arrived. Returns false (and forgets the request) when it is not
+        /// to be measured.
+        pub fn response(&mut self, h: u32, t: f64, status: u16, headers: &web_sys::Headers, measure_any: bool) -> bool {
+            let correlation = &self.correlation;
+            let keep = match self.session.get(h) {
+                Some(tl) => apply_response_headers(tl, t, status, headers, correlation, measure_any),
+                None => false,
+            };
+            if !keep {
+                self.session.discard(h);
+            }
+            keep
+        }
+
+        pub fn chunk(&mut self, h: u32, t: f64, bytes: &[u8]) {
+            if let Some(tl) = self.session.get(h) {
+                tl.on_chunk(t, bytes);
+            }
+        }
+
+        /// `outcome`: 0 ok, 1 aborted, 2 error, 3 partial.
+        pub fn end(&mut self, h: u32, t: f64, outcome: u32) {
+            self.session.end(h, t, Outcome::from_code(outcome));
+        }
+
+        /// A custom stage mark on the most recent running request; false when none runs.
+        pub fn mark(&mut self, name: &str, t: f64) -> bool {
+            match self.session.current() {
+                Some(h) => {
+                    if let Some(tl) = self.session.get(h) {
+                        tl.on_user_mark(name, t);
+                    }
+                    true
+                }
+                None => false,
+            }
+        }
+
+        /// The page became hidden: every running stream is flagged.
+        pub fn hidden(&mut self) {
+            for h in self.session.running() {
+                if let Some(tl) = self.session.get(h) {
+                    tl.hidden = true;
+                }
+            }
+        }
+
+        /// Finished records as a JSON array text ("" when none).
+        pub fn take_records(&mut self) -> String {
+            let recs = self.session.take_finished();
+            if recs.is_empty() {
+                return String::new();
+            }
+            let mut out = String::with_capacity(recs.iter().map(|r| r.len() + 1).sum::<usize>() + 2);
+            out.push('[');
+            for (i, r) in recs.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(r);
+            }
+            out.push(']');
+            out
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! Browser-layer tests in headless Chromium (wasm-bindgen-test): the exported `Core` driven
+//! with real `Headers` objects, as js/fetch.js drives it. The fetch wrapper's transparency
+//! (bytes, aborts, cancellation) is proven end-to-end in tests/e2e with the real server.
+#![cfg(target_arch = "wasm32")]
+
+use js_sys::{Reflect, JSON};
+use llm_rum::exports::Core;
+use wasm_bindgen::JsValue;
+use wasm_bindgen_test::*;
+use web_sys::Headers;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+fn core() -> Core {
+    Core::new(
+        "http://127.0.0.1:8080".into(),
+        "https://api.example.com\nhttps://other.example.com/v1/",
+        "x-request-id\nOpenAI-Processing-Ms",
+        250.0,
+        true,
+        true,
+    )
+}
+
+fn headers(pairs: &[(&str, &str)]) -> Headers {
+    let h = Headers::new().unwrap();
+    for (k, v) in pairs {
+        h.append(k, v).unwrap();
+    }
+    h
+}
+
+fn get(v: &JsValue, path: &str) -> JsValue {
+    let mut cur = v.clone();
+    for k in path.split('.') {
+        cur = Reflect::get(&cur, &JsValue::from_str(k)).unwrap();
+    }
+    cur
+}
+
+fn records(c: &mut Core) -> JsValue {
+    let text = c.take_records();
+    assert!(!text.is_empty(), "a record was expected");
+    JSON::parse(&text).expect("records are valid JSON")
+}
+
+const SSE: &str = "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n\
+data: {\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}\n\n\
+data: {\"choices\":[{\"delta\":{\"content\":\"lo ✓\"}}]}\n\n\
+data: {\"choices\":[],\"usage\":{\"completion_tokens\":2}}\n\ndata: [DONE]\n\n";
+
+#[wasm_bindgen_test]
+fn same_origin_request_gets_a_traceparent_and_a_full_record() {
+    let mut c = core();
+    let h = c.begin("http://127.0.0.1:8080/v1/chat/completions?q=secret", "post", 100.0, 1.7e12, &[7u8; 32], None);
+    let tp = c.traceparent(h);
+    assert_eq!(tp.len(), 55, "{tp}");
+    assert!(tp.starts_with("00-") && tp.ends_with("-01"));
+    let hs = headers(&[
+        ("content-type", "text/event-stream; charset=utf-8"),
+        ("server-timing", "queue;dur=12.5, prefill;dur=80, trace;desc=\"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\""),
+        ("x-request-id", "req-42"),
+        ("openai-processing-ms", "93"),
+    ]);
+    assert!(c.response(h, 150.0, 200, &hs, false));
+    let bytes = SSE.as_bytes();
+    c.chunk(h, 210.0, &bytes[..70]);
+    c.chunk(h, 240.0, &bytes[70..]);
+    c.end(h, 241.0, 0);
+    let recs = records(&mut c);
+    let r = Reflect::get(&recs, &0.into()).unwrap();
+    assert_eq!(get(&r, "url"), "http://127.0.0.1:8080/v1/chat/completions", "query stripped");
+    assert_eq!(get(&r, "method"), "POST");
+    assert_eq!(get(&r, "outcome"), "ok");
+    assert_eq!(get(&r, "format"), "openai-chat");
+    assert_eq!(get(&r, "traceSource"), "propagated");
+    assert_eq!(get(&r, "traceId").as_string().unwrap(), tp[3..35]);
+    assert_eq!(get(&r, "spanId").as_string().unwrap(), tp[36..52]);
+    assert_eq!(get(&r, "marks.headers"), 50.0);
+    assert_eq!(get(&r, "ttft"), 140.0, "the chunk carrying the first non-empty delta");
+    assert_eq!(get(&r, "outputTokens"), 2.0);
+    assert_eq!(get(&r, "chars"), 7.0, "Hel + lo ✓ (✓ is one scalar value)");
+    assert_eq!(get(&r, "correlation.x-request-id"), "req-42");
+    assert_eq!(get(&r, "correlation.openai-processing-ms"), "93");
+    assert_eq!(get(&r, "serverTiming.length"), 3.0);
+    assert_eq!(get(&r, "serverTiming.1.dur"), 80.0);
+    assert_eq!(get(&r, "ttftSplit.server"), 92.5);
+    assert_eq!(get(&r, "ttftSplit.network"), 47.5);
+}
+
+#[wasm_bindgen_test]
+fn other_origins_get_no_traceparent_unless_allowlisted() {
+    let mut c = core();
+    for (url, allowed) in [
+        ("https://evil.example.com/v1/chat", false),
+        ("https://api.example.com.evil.test/v1/chat", false),
+        ("https://api.example.com/v1/chat", true),
+        ("https://other.example.com/v1/chat", true),
+        ("https://other.example.com/v2/chat", false),
+    ] {
+        let h = c.begin(url, "GET", 0.0, 0.0, &[1u8; 32], None);
+        assert_eq!(!c.traceparent(h).is_empty(), allowed, "{url}");
+        c.discard(h);
+    }
+    assert!(c.take_records().is_empty(), "discarded requests leave no record");
+}
+
+#[wasm_bindgen_test]
+fn server_trace_is_adopted_when_nothing_was_propagated() {
+    let mut c = core();
+    let h = c.begin("https://evil.example.com/v1/chat", "GET", 0.0, 0.0, &[1u8; 32], None);
+    let hs = headers(&[
+        ("content-type", "text/event-stream"),
+        ("traceresponse", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+    ]);
+    assert!(c.response(h, 1.0, 200, &hs, false));
+    c.end(h, 2.0, 0);
+    let r = Reflect::get(&records(&mut c), &0.into()).unwrap();
+    assert_eq!(get(&r, "traceSource"), "server");
+    assert_eq!(get(&r, "traceId"), "0af7651916cd43dd8448eb211c80319c");
+}
+
+#[wasm_bindgen_test]
+fn non_stream_responses_are_not_measured_unless_matched() {
+    let mut c = core();
+    let json = headers(&[("content-type", "application/json")]);
+    let h = c.begin("http://127.0.0.1:8080/api", "GET", 0.0, 0.0, &[2u8; 32], None);
+    assert!(!c.response(h, 1.0, 200, &json, false));
+    c.end(h, 2.0, 0);
+    assert!(c.take_records().is_empty());
+    // Matched by the user's `match`: measured whatever the type; an HTTP error is an error.
+    let h = c.begin("http://127.0.0.1:8080/api", "GET", 0.0, 0.0, &[3u8; 32], None);
+    assert!(c.response(h, 1.0, 500, &json, true));
+    c.chunk(h, 2.0, b"{\"error\":\"boom\"}");
+    c.end(h, 3.0, 0);
+    let r = Reflect::get(&records(&mut c), &0.into()).unwrap();
+    assert_eq!(get(&r, "outcome"), "error");
+    assert_eq!(get(&r, "status"), 500.0);
+}
+
+#[wasm_bindgen_test]
+fn app_traceparent_is_respected() {
+    let mut c = core();
+    let h = c.begin("http://127.0.0.1:8080/v1/chat", "POST", 0.0, 0.0, &[4u8; 32], None);
+    c.adopt_traceparent(h, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+    assert!(c.response(h, 1.0, 200, &headers(&[("content-type", "text/event-stream")]), false));
+    c.end(h, 2.0, 1);
+    let r = Reflect::get(&records(&mut c), &0.into()).unwrap();
+    assert_eq!(get(&r, "traceSource"), "app");
+    assert_eq!(get(&r, "traceId"), "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert_eq!(get(&r, "spanId"), "00f067aa0ba902b7");
+    assert_eq!(get(&r, "outcome"), "aborted");
+}

@@ -1,0 +1,70 @@
+// In-page helpers for the end-to-end tests: the "app" side. Imported by page.evaluate
+// callbacks via `await import('/helpers.js')`.
+
+/** Starts llm-rum with `opts`, collecting records into window.__records. */
+export async function startRum(opts = {}) {
+  const { init } = await import('/dist/index.js');
+  window.__records = [];
+  window.__rum = await init({
+    ...opts,
+    onRecord: (r) => {
+      window.__records.push(r);
+    },
+  });
+  return window.__rum.active;
+}
+
+/** Reads a response body to the end like an app would; returns the bytes and read times. */
+export async function readAll(res) {
+  const reader = res.body.getReader();
+  const parts = [];
+  const times = [];
+  let n = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    times.push(performance.now());
+    parts.push(value);
+    n += value.length;
+  }
+  const out = new Uint8Array(n);
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return { bytes: out, times };
+}
+
+/** Answer characters of an OpenAI chat SSE body, parsed the way an app would. */
+export function openAiChars(bytes) {
+  const text = new TextDecoder().decode(bytes);
+  let chars = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
+    const ev = JSON.parse(line.slice(6));
+    for (const c of ev.choices || []) if (c.delta && c.delta.content) chars += [...c.delta.content].length;
+  }
+  return chars;
+}
+
+/** FNV-1a 64 of bytes, lower-case hex (the scripted server reports the same of what it sent). */
+export function fnv1a64(bytes) {
+  let h = 0xcbf29ce484222325n;
+  for (const b of bytes) {
+    h ^= BigInt(b);
+    h = (h * 0x100000001b3n) & 0xffffffffffffffffn;
+  }
+  return h.toString(16).padStart(16, '0');
+}
+
+/** Resolves with the first record matching `pred`, or rejects after `ms`. */
+export async function waitRecord(pred, ms = 5000) {
+  const t0 = performance.now();
+  for (;;) {
+    const r = window.__records.find(pred);
+    if (r) return r;
+    if (performance.now() - t0 > ms) throw new Error('no matching record within ' + ms + ' ms');
+    await new Promise((res) => setTimeout(res, 10));
+  }
+}
