@@ -5,10 +5,10 @@
 
 pub mod core;
 
-#[cfg(all(target_arch = "wasm32", any()))] // owner: enabled once the core lands
+#[cfg(target_arch = "wasm32")]
 pub mod browser;
 
-#[cfg(all(target_arch = "wasm32", any()))]
+#[cfg(target_arch = "wasm32")]
 pub mod exports {
     use crate::browser::headers::apply_response_headers;
     use crate::core::config::{Budget, Config};

@@ -4,7 +4,7 @@
 //! Owner of: when each byte is handed over, and noticing when the client is gone.
 //!
 //! Why absolute deadlines: every write is due at `generation start + offset` and is awaited
-//! with `sleep_until`, so a late wake-up (tokio's timer has 1 ms granularity and rounds up)
+//! with `sleep_until` (timer.rs: µs-precise, unlike tokio's 1 ms wheel), so a late wake-up
 //! delays that one write but never the ones after it: no drift accumulates over long answers.
 //!
 //! Why a channel body: the generator runs as its own task and hands each write to a bounded
@@ -17,6 +17,7 @@
 use crate::answer;
 use crate::formats::{split_point, Event, Kind, Shaper};
 use crate::scenario::Scenario;
+use crate::timer;
 use crate::truth::Record;
 use axum::body::Bytes;
 use http_body::{Body, Frame, SizeHint};
@@ -125,10 +126,10 @@ impl Generator {
 
     async fn stream(&mut self) -> Result<&'static str, Gone> {
         let pre_at = first_write_ms(&self.sc);
-        for ev in self.shaper.preamble() {
-            self.send_at(pre_at, ev, None).await?;
-        }
         self.last_ms = pre_at;
+        for ev in self.shaper.preamble() {
+            self.emit(pre_at, ev).await?;
+        }
 
         let sc = self.sc.clone();
         for chunk in sc.schedule() {
@@ -137,11 +138,7 @@ impl Generator {
                 text.push_str(answer::token(i));
             }
             let ev = self.shaper.content(&text, chunk.count);
-            let cut = if sc.split { split_point(&ev.bytes) } else { None };
-            let first_at = match cut {
-                Some(_) => (chunk.at_ms - sc.split_ms).max(self.last_ms),
-                None => chunk.at_ms,
-            };
+            let first_at = self.first_part_at(chunk.at_ms, &ev);
             self.pings_until(first_at).await?;
             if sc.fail_at.is_some_and(|k| k < chunk.first + chunk.count) {
                 // Abrupt drop before the write carrying token k.
@@ -149,23 +146,48 @@ impl Generator {
                 let _ = self.tx.send(Err(std::io::Error::other("scripted failure (fail_at)"))).await;
                 return Ok("failed");
             }
-            match cut {
-                Some(i) => {
-                    let (a, b) = ev.bytes.split_at(i);
-                    let (a, b) = (a.to_vec(), b.to_vec());
-                    self.send_at(first_at, Event { kind: ev.kind, tokens: 0, bytes: a }, Some(1)).await?;
-                    self.send_at(chunk.at_ms, Event { kind: ev.kind, tokens: ev.tokens, bytes: b }, Some(2)).await?;
-                }
-                None => self.send_at(chunk.at_ms, ev, None).await?,
-            }
+            self.emit(chunk.at_ms, ev).await?;
             self.last_ms = chunk.at_ms;
         }
 
         let end_at = self.last_ms;
         for ev in self.shaper.epilogue(sc.tokens) {
-            self.send_at(end_at, ev, None).await?;
+            self.emit(end_at, ev).await?;
         }
         Ok("complete")
+    }
+
+    /// Where a write split in two (`split=1`) is cut, if it is.
+    fn cut(&self, ev: &Event) -> Option<usize> {
+        if self.sc.split && ev.kind != Kind::Ping {
+            split_point(&ev.bytes)
+        } else {
+            None
+        }
+    }
+
+    /// When the first byte of an event due at `at_ms` goes out: `split_ms` early for the first
+    /// half of a split event (never before the previous write), so that the event completes on
+    /// schedule either way.
+    fn first_part_at(&self, at_ms: f64, ev: &Event) -> f64 {
+        match self.cut(ev) {
+            Some(_) => (at_ms - self.sc.split_ms).max(self.last_ms),
+            None => at_ms,
+        }
+    }
+
+    /// Sends one event, complete at `at_ms`, in one write or (split=1) two.
+    async fn emit(&mut self, at_ms: f64, ev: Event) -> Result<(), Gone> {
+        match self.cut(&ev) {
+            Some(i) => {
+                let first_at = self.first_part_at(at_ms, &ev);
+                let Event { kind, tokens, mut bytes } = ev;
+                let second = bytes.split_off(i);
+                self.send_at(first_at, Event { kind, tokens: 0, bytes }, Some(1)).await?;
+                self.send_at(at_ms, Event { kind, tokens, bytes: second }, Some(2)).await
+            }
+            None => self.send_at(at_ms, ev, None).await,
+        }
     }
 
     /// Keep-alive pings in the gap between the previous write and `next_ms`.
@@ -193,10 +215,9 @@ impl Generator {
     }
 
     async fn sleep_until(&self, at_ms: f64) -> Result<(), Gone> {
-        let deadline = tokio::time::Instant::from_std(self.t_gen + Duration::from_secs_f64(at_ms / 1000.0));
         // Stop waiting as soon as the body is dropped, so a gone client frees its slot now.
         tokio::select! {
-            _ = tokio::time::sleep_until(deadline) => Ok(()),
+            _ = timer::sleep_until(deadline(self.t_gen, at_ms)) => Ok(()),
             _ = self.tx.closed() => Err(Gone),
         }
     }
@@ -211,6 +232,11 @@ impl Generator {
     }
 }
 
+/// The instant "`at_ms` after `t0`".
+pub fn deadline(t0: Instant, at_ms: f64) -> Instant {
+    t0 + Duration::from_secs_f64(at_ms.max(0.0) / 1000.0)
+}
+
 /// Sends `total` deterministic bytes (`i * 31 mod 251`) in writes of `chunk` bytes every
 /// `gap_ms`, from `t_start`; for transparency tests of /bytes.
 pub async fn run_bytes(rec: Arc<Record>, tx: BytesSender, total: u64, chunk: u64, gap_ms: f64, t_start: Instant) {
@@ -218,10 +244,9 @@ pub async fn run_bytes(rec: Arc<Record>, tx: BytesSender, total: u64, chunk: u64
     let mut n = 0u64;
     while sent < total {
         let len = chunk.min(total - sent);
-        let buf: Vec<u8> = (sent..sent + len).map(|i| (i * 31 % 251) as u8).collect();
-        let deadline = tokio::time::Instant::from_std(t_start + Duration::from_secs_f64(n as f64 * gap_ms / 1000.0));
+        let buf: Vec<u8> = (sent..sent + len).map(byte_at).collect();
         tokio::select! {
-            _ = tokio::time::sleep_until(deadline) => {}
+            _ = timer::sleep_until(deadline(t_start, n as f64 * gap_ms)) => {}
             _ = tx.0.closed() => { rec.client_gone(); return; }
         }
         if tx.0.send(Ok(Bytes::from(buf.clone()))).await.is_err() {

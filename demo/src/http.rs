@@ -305,12 +305,12 @@ async fn generation(app: App, arr: Arrival, rec: Arc<Record>, params: &[(String,
         let s = rec.snapshot();
         (s.trace_id, s.span_id)
     };
-    let at = |ms: f64| tokio::time::Instant::from_std(t_gen + Duration::from_secs_f64(ms / 1000.0));
+    let at = |ms: f64| generate::deadline(t_gen, ms);
 
     let mut st = vec![format!("queue;dur={queue_ms}")];
     if !ask.stream {
         // The whole answer is "generated" before anything is sent.
-        tokio::time::sleep_until(at(sc.total_ms())).await;
+        crate::timer::sleep_until(at(sc.total_ms())).await;
         guard.disarm();
         drop(permit);
         let text = crate::answer::text(sc.tokens);
@@ -333,7 +333,7 @@ async fn generation(app: App, arr: Arrival, rec: Arc<Record>, params: &[(String,
 
     if sc.headers_late {
         // Headers wait for the first content, like servers that buffer through prefill.
-        tokio::time::sleep_until(at(first_write_ms(&sc))).await;
+        crate::timer::sleep_until(at(first_write_ms(&sc))).await;
         st.push(format!("prefill;dur={}", round_us((Instant::now() - t_gen).as_secs_f64() * 1000.0)));
     }
     st.push(format!("trace;desc=00-{trace_id}-{span_id}-01"));

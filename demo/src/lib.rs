@@ -3,7 +3,8 @@
 //!
 //! Module owners: `scenario` (presets, parameters, schedule), `answer` (text, tokens),
 //! `formats` (bytes per provider format), `generate` (timed writes, body, client-gone),
-//! `truth` (ground-truth records and request log), `trace` (traceparent, ids),
+//! `timer` (precise deadlines), `truth` (ground-truth records and request log),
+//! `trace` (traceparent, ids),
 //! `http` (routes, CORS, static files).
 
 pub mod answer;
@@ -11,6 +12,7 @@ pub mod formats;
 pub mod generate;
 pub mod http;
 pub mod scenario;
+pub mod timer;
 pub mod trace;
 pub mod truth;
 

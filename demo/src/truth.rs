@@ -376,7 +376,7 @@ mod tests {
         }
         assert!(s.find(Some("req-0"), None).is_empty(), "oldest evicted");
         let even = s.find(None, Some("even"));
-        assert_eq!(even.len(), MAX_RECORDS / 2 + 2);
+        assert_eq!(even.len(), MAX_RECORDS / 2);
         assert_eq!(even[0].id, format!("req-{}", MAX_RECORDS + 4));
         s.reset();
         assert!(s.find(None, None).is_empty());

@@ -100,8 +100,13 @@ fn detect(root: Json<'_>, ty: &str) -> Option<Format> {
         return Some(Format::OpenAiResponses);
     }
     match ty {
-        "message_start" | "content_block_start" | "content_block_delta" | "content_block_stop"
-        | "message_delta" | "message_stop" | "ping" => Some(Format::Anthropic),
+        "message_start"
+        | "content_block_start"
+        | "content_block_delta"
+        | "content_block_stop"
+        | "message_delta"
+        | "message_stop"
+        | "ping" => Some(Format::Anthropic),
         "start" | "start-step" | "text-start" | "text-delta" | "text-end" | "finish-step" | "finish"
         | "reasoning-start" | "reasoning-delta" | "reasoning-end" => Some(Format::AiSdkUi),
         _ => None,
@@ -136,7 +141,7 @@ impl Classifier {
     /// One SSE message. Detects the format from the first JSON events when still unknown.
     pub fn sse_event(&mut self, event_type: &str, data: &str) -> Content {
         let mut c = Content { events: 1, ..Content::default() };
-        if data.trim() == "[DONE]" {
+        if data.trim_ascii() == "[DONE]" {
             c.done = true;
             return c;
         }
@@ -216,7 +221,8 @@ impl Classifier {
     /// One NDJSON line (without the line terminator). Blank lines are not events; a JSON
     /// text sequence record separator (RFC 7464, U+001E) is ignored.
     pub fn ndjson_line(&mut self, line: &str) -> Content {
-        let line = line.trim_matches(|ch: char| ch.is_ascii_whitespace() || ch == '\u{1e}');
+        let line = line.trim_ascii();
+        let line = line.strip_prefix('\u{1e}').unwrap_or(line).trim_ascii();
         if line.is_empty() {
             return Content::default();
         }
@@ -227,9 +233,7 @@ impl Classifier {
                 c.error_event = true;
             }
             Some(root) if root.get("choices").is_some() => openai_chat(root, &mut t, &mut c),
-            Some(root)
-                if ["message", "response", "thinking", "done"].iter().any(|k| root.get(k).is_some()) =>
-            {
+            Some(root) if ["message", "response", "thinking", "done"].iter().any(|k| root.get(k).is_some()) => {
                 let msg = root.get("message");
                 t.text = chars(msg.and_then(|m| m.get("content"))) + chars(root.get("response"));
                 t.reasoning = chars(msg.and_then(|m| m.get("thinking"))) + chars(root.get("thinking"));
@@ -246,9 +250,10 @@ impl Classifier {
     /// with the `x-vercel-ai-data-stream` header): `0` text, `g` reasoning, `3` error,
     /// `d` finish message (`usage.completionTokens`). Other parts are events only.
     pub fn data_stream_line(&mut self, line: &str) -> Content {
-        let Some((code, json)) = line.split_once(':') else {
+        let Some(colon) = line.bytes().position(|b| b == b':') else {
             return Content::default();
         };
+        let (code, json) = (line.get(..colon).unwrap_or(""), line.get(colon + 1..).unwrap_or(""));
         let mut c = Content { events: 1, ..Content::default() };
         let mut t = Tally::default();
         let v = jsonscan::parse(json);
@@ -287,13 +292,34 @@ mod tests {
     #[test]
     fn openai_chat_rules() {
         let evs = [
-            ("message", r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":null,"refusal":null},"finish_reason":null}]}"#),
-            ("message", r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":""},"finish_reason":null}]}"#),
-            ("message", r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hi \u00e9"},"finish_reason":null}]}"#),
-            ("message", r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\""}}]},"finish_reason":null}]}"#),
-            ("message", r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"reasoning_content":"hmm"},"finish_reason":null}]}"#),
-            ("message", r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#),
-            ("message", r#"{"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":12,"total_tokens":21}}"#),
+            (
+                "message",
+                r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":null,"refusal":null},"finish_reason":null}]}"#,
+            ),
+            (
+                "message",
+                r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":""},"finish_reason":null}]}"#,
+            ),
+            (
+                "message",
+                r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hi \u00e9"},"finish_reason":null}]}"#,
+            ),
+            (
+                "message",
+                r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\""}}]},"finish_reason":null}]}"#,
+            ),
+            (
+                "message",
+                r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"reasoning_content":"hmm"},"finish_reason":null}]}"#,
+            ),
+            (
+                "message",
+                r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+            ),
+            (
+                "message",
+                r#"{"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":12,"total_tokens":21}}"#,
+            ),
             ("message", "[DONE]"),
         ];
         let (c, f) = totals(Format::Unknown, &evs);
@@ -375,8 +401,23 @@ mod tests {
     fn garbage_never_panics() {
         let mut x: u64 = 0xDEADBEEF;
         let pieces = [
-            "{", "}", "[", "]", "\"type\"", ":", "\"content_block_delta\"", "\"delta\"", ",", "\"text\"",
-            "\"choices\"", "null", "1", "\\u", "\"", "é", "[DONE]",
+            "{",
+            "}",
+            "[",
+            "]",
+            "\"type\"",
+            ":",
+            "\"content_block_delta\"",
+            "\"delta\"",
+            ",",
+            "\"text\"",
+            "\"choices\"",
+            "null",
+            "1",
+            "\\u",
+            "\"",
+            "é",
+            "[DONE]",
         ];
         for f in [Format::Unknown, Format::OpenAiChat, Format::Anthropic, Format::AiSdkUi, Format::Ndjson] {
             let mut cl = Classifier::new(f);

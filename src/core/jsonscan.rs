@@ -325,8 +325,9 @@ mod tests {
 
     #[test]
     fn escapes_and_counting() {
-        let j = parse(r#"{"a":"line\nnext \"q\" \\ \/ \u00e9 \ud83d\ude00 \u2764\ufe0f","k\u0065y":1,"lone":"\ud800x"}"#)
-            .unwrap();
+        let j =
+            parse(r#"{"a":"line\nnext \"q\" \\ \/ \u00e9 \ud83d\ude00 \u2764\ufe0f","k\u0065y":1,"lone":"\ud800x"}"#)
+                .unwrap();
         let a = j.get("a").unwrap();
         let want = "line\nnext \"q\" \\ / é 😀 ❤\u{fe0f}";
         assert_eq!(a.chars().collect::<String>(), want);
@@ -343,9 +344,33 @@ mod tests {
     #[test]
     fn rejects_garbage_and_truncation() {
         let bad = [
-            "", " ", "{", "{\"a\"", "{\"a\":", "{\"a\":1", "{\"a\":1,}", "[1,]", "[1 2]", "{a:1}", "\"abc",
-            "\"\\x\"", "\"\\u12\"", "\"a\nb\"", "tru", "nul", "-", "1.", "1e", "01x", "{\"a\":1}}", "[}", "{]",
-            "\"\\", "{\"a\" 1}", "[\"\\u00", "nan",
+            "",
+            " ",
+            "{",
+            "{\"a\"",
+            "{\"a\":",
+            "{\"a\":1",
+            "{\"a\":1,}",
+            "[1,]",
+            "[1 2]",
+            "{a:1}",
+            "\"abc",
+            "\"\\x\"",
+            "\"\\u12\"",
+            "\"a\nb\"",
+            "tru",
+            "nul",
+            "-",
+            "1.",
+            "1e",
+            "01x",
+            "{\"a\":1}}",
+            "[}",
+            "{]",
+            "\"\\",
+            "{\"a\" 1}",
+            "[\"\\u00",
+            "nan",
         ];
         for s in bad {
             assert!(parse(s).is_none(), "{s:?}");
@@ -381,9 +406,7 @@ mod tests {
             x ^= x >> 7;
             x ^= x << 17;
             let len = (x % 24) as usize;
-            let s: String = (0..len)
-                .map(|i| chars[((x >> (i % 50)) as usize + i * 7) % chars.len()])
-                .collect();
+            let s: String = (0..len).map(|i| chars[((x >> (i % 50)) as usize + i * 7) % chars.len()]).collect();
             if let Some(j) = parse(&s) {
                 let _ = j.get("a").map(|v| v.str_chars());
                 let _ = j.items().map(|v| v.chars().count()).sum::<usize>();

@@ -3,17 +3,17 @@
 //! No wasm-bindgen, web-sys or js-sys in here: time (performance.now() milliseconds) and
 //! randomness come in as arguments, so every line is tested natively with `cargo test`.
 
-// (owner: wired in once the parsers land) pub mod config;
+pub mod config;
 pub mod formats;
 pub mod hex;
 pub mod jsonscan;
 pub mod jsonw;
-// pub mod record;
+pub mod record;
 pub mod server_timing;
-// pub mod session;
+pub mod session;
 pub mod sse;
 pub mod stats;
 pub mod stream;
-// pub mod timeline;
+pub mod timeline;
 pub mod traceparent;
 pub mod utf8;

@@ -3,6 +3,7 @@
 //! Key names are the contract; never add answer or prompt text here (only counts and times).
 
 use super::config::Config;
+use super::hex::push_hex;
 use super::jsonw::JsonWriter;
 use super::timeline::Timeline;
 
@@ -45,11 +46,11 @@ pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
     w.str(&id.id);
     w.key("traceId");
     let mut hex = String::with_capacity(32);
-    id.trace.write_trace_id_hex(&mut hex);
+    push_hex(&mut hex, &id.trace.trace_id);
     w.str(&hex);
     w.key("spanId");
     hex.clear();
-    id.trace.write_span_id_hex(&mut hex);
+    push_hex(&mut hex, &id.trace.span_id);
     w.str(&hex);
     w.key("traceSource");
     w.str(id.trace_source.as_str());

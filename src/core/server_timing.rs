@@ -79,7 +79,7 @@ pub fn parse_server_timing(header: &str, out: &mut Vec<ServerTimingEntry>) {
             continue;
         }
         let mut entry = ServerTimingEntry {
-            name: truncate_ascii(&header[start..i]),
+            name: truncate_ascii(sub(header, start, i)),
             dur: None,
             desc: None,
         };
@@ -118,7 +118,7 @@ fn parse_param(
     if i == name_start {
         return skip_junk(b, i, true);
     }
-    let pname = &b[name_start..i];
+    let pname = b.get(name_start..i).unwrap_or(&[]);
     let is_dur = pname.eq_ignore_ascii_case(b"dur");
     let is_desc = pname.eq_ignore_ascii_case(b"desc");
     i = skip_ows(b, i);
@@ -129,13 +129,13 @@ fn parse_param(
         if i < b.len() && b[i] == b'"' {
             let (end, body) = scan_quoted(b, i);
             if let Some((s, e)) = body {
-                value = (&header[s..e], true);
+                value = (sub(header, s, e), true);
             }
             i = end;
         } else {
             let s = i;
             i = skip_token(b, i);
-            value = (&header[s..i], false);
+            value = (sub(header, s, i), false);
         }
     }
     if is_dur && !*seen_dur {
@@ -148,11 +148,8 @@ fn parse_param(
         entry.dur = Some(d.unwrap_or(0.0));
     } else if is_desc && !*seen_desc {
         *seen_desc = true;
-        entry.desc = Some(if value.1 {
-            unescape(value.0, MAX_TEXT)
-        } else {
-            truncate_ascii(value.0)
-        });
+        entry.desc =
+            Some(if value.1 { unescape(value.0, MAX_TEXT) } else { truncate_ascii(value.0) });
     }
     skip_junk(b, i, true)
 }
@@ -163,8 +160,20 @@ fn is_tchar(c: u8) -> bool {
     c.is_ascii_alphanumeric()
         || matches!(
             c,
-            b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_'
-                | b'`' | b'|' | b'~'
+            b'!' | b'#'
+                | b'$'
+                | b'%'
+                | b'&'
+                | b'\''
+                | b'*'
+                | b'+'
+                | b'-'
+                | b'.'
+                | b'^'
+                | b'_'
+                | b'`'
+                | b'|'
+                | b'~'
         )
 }
 
@@ -232,14 +241,22 @@ fn unescape(body: &str, limit: usize) -> String {
     s
 }
 
-/// Truncates to `MAX_TEXT` bytes. Only used on token text (ASCII), so any byte index is a char
-/// boundary; `floor_char_boundary`-style backing off keeps it correct regardless.
+/// `&s[a..b]`, or "" if that is not a valid char range. The positions used here are always at
+/// ASCII bytes, so the fallback never triggers; `get` instead of indexing keeps the panic path
+/// (and the `core::fmt` code its message needs) out of the wasm.
+#[inline]
+fn sub(s: &str, a: usize, b: usize) -> &str {
+    s.get(a..b).unwrap_or("")
+}
+
+/// Truncates to `MAX_TEXT` bytes, backing off to a char boundary. Only used on token text
+/// (ASCII), where every byte index is a boundary.
 fn truncate_ascii(s: &str) -> String {
     let mut end = s.len().min(MAX_TEXT);
-    while !s.is_char_boundary(end) {
+    while end > 0 && !s.is_char_boundary(end) {
         end -= 1;
     }
-    String::from(&s[..end])
+    String::from(sub(s, 0, end))
 }
 
 /// Parses a whole string as a decimal number: `[+-] digits [. digits] [(e|E) [+-] digits]`,
@@ -330,11 +347,7 @@ pub fn parse_decimal(s: &[u8]) -> Option<f64> {
     let exp10 = exp10.clamp(-400, 400);
     // powi(10, k) is exact for k ≤ 22 (every intermediate of square-and-multiply is an exactly
     // representable power of ten), so the fast path is one correctly rounded operation.
-    let v = if exp10 >= 0 {
-        m * 10f64.powi(exp10)
-    } else {
-        m / 10f64.powi(-exp10)
-    };
+    let v = if exp10 >= 0 { m * 10f64.powi(exp10) } else { m / 10f64.powi(-exp10) };
     if !v.is_finite() {
         return None;
     }
@@ -396,14 +409,8 @@ mod tests {
         check("metric;dur=\"123.4\"", &[("metric", Some(123.4), None)]);
         check("metric;desc=description", &[("metric", None, Some("description"))]);
         check("metric;desc=\"description\"", &[("metric", None, Some("description"))]);
-        check(
-            "metric;dur=123.4;desc=description",
-            &[("metric", Some(123.4), Some("description"))],
-        );
-        check(
-            "metric;desc=description;dur=123.4",
-            &[("metric", Some(123.4), Some("description"))],
-        );
+        check("metric;dur=123.4;desc=description", &[("metric", Some(123.4), Some("description"))]);
+        check("metric;desc=description;dur=123.4", &[("metric", Some(123.4), Some("description"))]);
         check("aB3!#$%&'*+-.^_`|~", &[("aB3!#$%&'*+-.^_`|~", None, None)]);
         check(
             "metric;desc=\"descr;,=iption\";dur=123.4",
@@ -522,10 +529,19 @@ mod tests {
         // Duplicate params: the first wins, even when invalid.
         check("metric;dur=123.4;dur=567.8", &[("metric", Some(123.4), None)]);
         check("metric;dur=foo;dur=567.8", &[("metric", Some(0.0), None)]);
-        check("metric;desc=description1;desc=description2", &[("metric", None, Some("description1"))]);
+        check(
+            "metric;desc=description1;desc=description2",
+            &[("metric", None, Some("description1"))],
+        );
         // Incomplete params.
-        check("metric;dur;dur=123.4;desc=description", &[("metric", Some(0.0), Some("description"))]);
-        check("metric;dur=;dur=123.4;desc=description", &[("metric", Some(0.0), Some("description"))]);
+        check(
+            "metric;dur;dur=123.4;desc=description",
+            &[("metric", Some(0.0), Some("description"))],
+        );
+        check(
+            "metric;dur=;dur=123.4;desc=description",
+            &[("metric", Some(0.0), Some("description"))],
+        );
         check("metric;desc;desc=description;dur=123.4", &[("metric", Some(123.4), Some(""))]);
         check("metric;desc=;desc=description;dur=123.4", &[("metric", Some(123.4), Some(""))]);
     }
@@ -533,7 +549,10 @@ mod tests {
     #[test]
     fn wpt_extraneous_characters() {
         check("metric;desc=d1 d2;dur=123.4", &[("metric", Some(123.4), Some("d1"))]);
-        check("metric1;desc=d1 d2,metric2", &[("metric1", None, Some("d1")), ("metric2", None, None)]);
+        check(
+            "metric1;desc=d1 d2,metric2",
+            &[("metric1", None, Some("d1")), ("metric2", None, None)],
+        );
         check("metric;desc=\"d1\" d2;dur=123.4", &[("metric", Some(123.4), Some("d1"))]);
         check(
             "metric1;desc=\"d1\" d2,metric2",
@@ -607,8 +626,10 @@ mod tests {
     #[test]
     fn garbage_never_panics() {
         // Deterministic fuzz over a delimiter-heavy alphabet (plus multi-byte chars).
-        let alphabet = ['a', 'd', 'u', 'r', 'e', 's', 'c', '=', ';', ',', '"', '\\', ' ', '\t', '1',
-            '.', '-', 'é', '🐢', '\u{0}', 'E', '+'];
+        let alphabet = [
+            'a', 'd', 'u', 'r', 'e', 's', 'c', '=', ';', ',', '"', '\\', ' ', '\t', '1', '.', '-',
+            'é', '🐢', '\u{0}', 'E', '+',
+        ];
         let mut x: u64 = 0x1234_5678_9abc_def1;
         for _ in 0..20_000 {
             let mut s = String::new();
@@ -626,7 +647,7 @@ mod tests {
             assert!(got.len() <= MAX_ENTRIES);
             for e in &got {
                 assert!(!e.name.is_empty() && e.name.len() <= MAX_TEXT);
-                assert!(e.dur.map_or(true, f64::is_finite));
+                assert!(e.dur.is_none_or(f64::is_finite));
             }
         }
     }
@@ -634,16 +655,43 @@ mod tests {
     #[test]
     fn decimal_parser() {
         let exact = [
-            "0", "1", "123.4", "12.3", "45.6", "78.9", "47.2", "0.25", "5.", ".5", "-1.5", "+2",
-            "1e3", "1E-3", "2.5e+2", "0.1", "0.2", "0.3", "1234567.891", "9007199254740991",
-            "00012.500", "0.000001", "3.14159265358979", "1e22", "1e-22",
+            "0",
+            "1",
+            "123.4",
+            "12.3",
+            "45.6",
+            "78.9",
+            "47.2",
+            "0.25",
+            "5.",
+            ".5",
+            "-1.5",
+            "+2",
+            "1e3",
+            "1E-3",
+            "2.5e+2",
+            "0.1",
+            "0.2",
+            "0.3",
+            "1234567.891",
+            "9007199254740991",
+            "00012.500",
+            "0.000001",
+            "3.14159265358979",
+            "1e22",
+            "1e-22",
         ];
         for s in exact {
             assert_eq!(parse_decimal(s.as_bytes()), Some(s.parse::<f64>().unwrap()), "{s}");
         }
         let close = [
-            "12345678901234567890123", "0.1234567890123456789012", "1e300", "1.5e308",
-            "123456789.123456789e-5", "1e-200", "98765432109876543210.5",
+            "12345678901234567890123",
+            "0.1234567890123456789012",
+            "1e300",
+            "1.5e308",
+            "123456789.123456789e-5",
+            "1e-200",
+            "98765432109876543210.5",
         ];
         for s in close {
             let want: f64 = s.parse().unwrap();

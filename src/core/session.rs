@@ -158,9 +158,10 @@ impl Session {
 
     /// Ends a request and queues its record.
     pub fn end(&mut self, h: Handle, t: f64, outcome: Outcome) {
-        let Some(mut tl) = self.get(h).and_then(|_| self.slots[(h & 0xff) as usize].timeline.take()) else {
+        if self.get(h).is_none() {
             return;
-        };
+        }
+        let Some(mut tl) = self.slots[(h & 0xff) as usize].timeline.take() else { return };
         tl.on_end(t, outcome);
         if !self.cfg.sampled {
             return;

@@ -196,32 +196,25 @@ impl Fields {
             // "Append the field value to the data buffer, then append a single U+000A LINE
             // FEED (LF) character to the data buffer."
             b"data" => {
-                if !(push_bounded(&mut self.data, value, MAX_LINE)
-                    && push_bounded(&mut self.data, b"\n", MAX_LINE))
-                {
+                let fits =
+                    push_bounded(&mut self.data, value, MAX_LINE) && push_bounded(&mut self.data, b"\n", MAX_LINE);
+                if !fits {
                     *self = Fields { overflowed: true, ..Fields::default() };
                 }
             }
             // "If the field value does not contain U+0000 NULL, then set the last event ID
             // buffer to the field value. Otherwise, ignore the field."
-            b"id" => {
-                if !value.contains(&0) {
-                    self.last_event_id.clear();
-                    self.last_event_id.extend_from_slice(value);
-                }
+            b"id" if !value.contains(&0) => {
+                self.last_event_id.clear();
+                self.last_event_id.extend_from_slice(value);
             }
             // "If the field value consists of only ASCII digits, then interpret the field value
             // as an integer in base ten, and set the event stream's reconnection time to that
             // integer. Otherwise, ignore the field." (Empty, or too large for u32: ignored.)
-            b"retry" => {
-                if !value.is_empty() && value.iter().all(u8::is_ascii_digit) {
-                    let mut n: Option<u32> = Some(0);
-                    for d in value {
-                        n = n.and_then(|n| n.checked_mul(10)).and_then(|n| n.checked_add(u32::from(d - b'0')));
-                    }
-                    if n.is_some() {
-                        self.retry = n;
-                    }
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                let n = value.iter().try_fold(0u32, |n, d| n.checked_mul(10)?.checked_add(u32::from(d - b'0')));
+                if n.is_some() {
+                    self.retry = n;
                 }
             }
             // "Otherwise: The field is ignored."
@@ -511,7 +504,7 @@ event\ndata: t\n\nunknown: x\ndata: y\n\nevent: e1\n\nDATA: z\n\ndata: a:b: c\n\
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                buf.push(if x % 3 == 0 { x as u8 } else { alphabet[(x >> 8) as usize % alphabet.len()] });
+                buf.push(if x.is_multiple_of(3) { x as u8 } else { alphabet[(x >> 8) as usize % alphabet.len()] });
             }
             let cut = (x as usize) % (len + 1);
             let mut a = Vec::new();

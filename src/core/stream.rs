@@ -72,7 +72,8 @@ const NDJSON_TYPES: [&str; 7] = [
 
 /// The media type of a Content-Type value: parameters dropped, whitespace trimmed.
 fn media_type(content_type: &str) -> &str {
-    content_type.split(';').next().unwrap_or("").trim()
+    let end = content_type.bytes().position(|b| b == b';').unwrap_or(content_type.len());
+    content_type.get(..end).unwrap_or("").trim_ascii()
 }
 
 /// True when a response with this Content-Type is a stream worth measuring by default.
@@ -553,14 +554,16 @@ data: [DONE]\n\n";
         ] {
             assert!(is_stream_content_type(ct), "{ct}");
         }
-        for ct in ["text/plain", "text/plain; charset=utf-8", "application/json", "", "text/html", "text/event-streamx"] {
+        for ct in ["text/plain", "text/plain; charset=utf-8", "application/json", "", "text/html", "text/event-streamx"]
+        {
             assert!(!is_stream_content_type(ct), "{ct}");
         }
     }
 
     #[test]
     fn pending_event_at_end_is_not_dispatched() {
-        let body = "data: {\"type\":\"text-delta\",\"delta\":\"a\"}\n\ndata: {\"type\":\"text-delta\",\"delta\":\"bc\"}\n";
+        let body =
+            "data: {\"type\":\"text-delta\",\"delta\":\"a\"}\n\ndata: {\"type\":\"text-delta\",\"delta\":\"bc\"}\n";
         let (c, _) = split_invariant("text/event-stream", true, body.as_bytes());
         assert_eq!((c.content_events, c.content_chars), (1, 1));
     }
@@ -569,7 +572,11 @@ data: [DONE]\n\n";
     fn ten_megabyte_line_overflows_with_bounded_memory() {
         for ct in ["text/event-stream", "application/x-ndjson", ""] {
             let mut d = StreamDecoder::new(ct, false);
-            let first = if ct == "application/x-ndjson" { "{\"response\":\"ok\"}\n{\"response\":\"" } else { "data: ok\n\ndata: " };
+            let first = if ct == "application/x-ndjson" {
+                "{\"response\":\"ok\"}\n{\"response\":\""
+            } else {
+                "data: ok\n\ndata: "
+            };
             let mut c = d.feed(first.as_bytes());
             let chunk = vec![b'x'; 256 * 1024];
             for _ in 0..40 {
@@ -616,7 +623,11 @@ data: [DONE]\n\n";
                     let body: Vec<u8> = (0..len)
                         .map(|_| {
                             let r = rng.next();
-                            if r % 4 == 0 { b"\n\r:{}[]\"\\ data"[(r >> 8) as usize % 14] } else { (r >> 16) as u8 }
+                            if r.is_multiple_of(4) {
+                                b"\n\r:{}[]\"\\ data"[(r >> 8) as usize % 14]
+                            } else {
+                                (r >> 16) as u8
+                            }
                         })
                         .collect();
                     let mut pos = 0;

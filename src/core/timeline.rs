@@ -8,7 +8,7 @@ use super::config::Config;
 use super::server_timing::{parse_server_timing, ServerTimingEntry};
 use super::stats::LogHistogram;
 use super::stream::{Content, StreamDecoder};
-use super::traceparent::TraceContext;
+use super::traceparent::{from_server_timing, parse_traceresponse, TraceContext};
 
 /// How the request ended. `Partial` = the page was hidden/unloaded while it still ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -216,7 +216,7 @@ impl Timeline {
         parse_server_timing(header, &mut self.server_timing);
         self.server_timing.truncate(MAX_SERVER_TIMING);
         if self.ident.trace_source == TraceSource::None {
-            if let Some(tc) = TraceContext::from_server_timing(&self.server_timing) {
+            if let Some(tc) = from_server_timing(&self.server_timing) {
                 self.adopt_server_trace(tc);
             }
         }
@@ -225,7 +225,7 @@ impl Timeline {
     /// The legacy `traceresponse` header.
     pub fn on_traceresponse(&mut self, header: &str) {
         if self.ident.trace_source == TraceSource::None {
-            if let Some(tc) = TraceContext::parse(header) {
+            if let Some(tc) = parse_traceresponse(header) {
                 self.adopt_server_trace(tc);
             }
         }

@@ -129,7 +129,9 @@ impl TraceContext {
 pub fn from_server_timing(entries: &[ServerTimingEntry]) -> Option<TraceContext> {
     entries
         .iter()
-        .filter(|e| e.name.eq_ignore_ascii_case("trace") || e.name.eq_ignore_ascii_case("traceparent"))
+        .filter(|e| {
+            e.name.eq_ignore_ascii_case("trace") || e.name.eq_ignore_ascii_case("traceparent")
+        })
         .find_map(|e| TraceContext::parse(e.desc.as_deref()?))
 }
 
@@ -211,8 +213,10 @@ mod tests {
     fn future_versions() {
         let tc = p("cc-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01").unwrap();
         assert_eq!(tc.trace_id_hex(), TRACE);
-        let tc = p("cc-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-what-the-future-will-be-like")
-            .unwrap();
+        let tc = p(
+            "cc-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-what-the-future-will-be-like",
+        )
+        .unwrap();
         assert_eq!(tc.span_id_hex(), SPAN);
         assert!(tc.sampled());
         // We always emit version 00.
@@ -370,7 +374,11 @@ mod tests {
         assert!(!tc.sampled());
         // Missing desc, other names, invalid values.
         st.clear();
-        parse_server_timing("trace, tracex;desc=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01, trace;desc=\"\"", &mut st);
+        parse_server_timing(
+            "trace, tracex;desc=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01, \
+             trace;desc=\"\"",
+            &mut st,
+        );
         assert_eq!(from_server_timing(&st), None);
         assert_eq!(from_server_timing(&[]), None);
     }
@@ -378,8 +386,17 @@ mod tests {
     #[test]
     fn traceresponse_header() {
         assert_eq!(parse_traceresponse(VALID), p(VALID));
-        assert_eq!(parse_traceresponse(" 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"), p(VALID));
-        assert_eq!(parse_traceresponse("00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01"), None);
-        assert_eq!(parse_traceresponse("ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"), None);
+        assert_eq!(
+            parse_traceresponse(" 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+            p(VALID)
+        );
+        assert_eq!(
+            parse_traceresponse("00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01"),
+            None
+        );
+        assert_eq!(
+            parse_traceresponse("ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+            None
+        );
     }
 }

@@ -214,9 +214,9 @@ mod tests {
         let cases: &[&[u8]] = &[
             b"\xFF",
             b"a\x80b",
-            b"\xE2\x82",         // truncated 3-byte at end
-            b"\xE2\x82a",        // truncated 3-byte then ASCII
-            b"\xF0\x9F\x98",     // truncated emoji
+            b"\xE2\x82",     // truncated 3-byte at end
+            b"\xE2\x82a",    // truncated 3-byte then ASCII
+            b"\xF0\x9F\x98", // truncated emoji
             b"\xF0\x9F\x98\xF0\x9F\x98\x80",
             b"\xED\xA0\x80",     // surrogate: 3 × U+FFFD
             b"\xC0\xAF",         // overlong
