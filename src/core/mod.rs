@@ -17,3 +17,5 @@ pub mod stream;
 pub mod timeline;
 pub mod traceparent;
 pub mod utf8;
+#[cfg(test)]
+mod timeline_tests;

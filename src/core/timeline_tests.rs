@@ -1,0 +1,213 @@
+//! Timeline and record math on synthetic timelines with exact expected values, plus property
+//! tests over random schedules (tiny xorshift PRNG: the core has no dependencies).
+
+use super::config::{Budget, Config};
+use super::jsonw::JsonWriter;
+use super::record::encode;
+use super::session::Session;
+use super::timeline::Outcome;
+
+fn chunk(text: &str) -> String {
+    let mut s = String::from("data: {\"choices\":[{\"delta\":{\"content\":");
+    super::jsonw::push_string(&mut s, text);
+    s.push_str("}}]}\n\n");
+    s
+}
+
+fn session(budgets: &[(&str, f64)]) -> Session {
+    Session::new(Config {
+        page_origin: "https://chat.example".into(),
+        budgets: budgets.iter().map(|(m, l)| Budget { metric: (*m).into(), limit: *l }).collect(),
+        ..Config::default()
+    })
+}
+
+/// Plays a schedule of (time, bytes) chunks; returns the record JSON.
+fn play(s: &mut Session, start: f64, headers: f64, chunks: &[(f64, String)], end: f64, outcome: Outcome) -> String {
+    let h = s.begin("https://chat.example/v1/chat?user=secret", "post", start, 1.0e12, &[9u8; 32], None);
+    let tl = s.get(h).unwrap();
+    tl.on_headers(headers, 200, "text/event-stream", false);
+    for (t, c) in chunks {
+        s.get(h).unwrap().on_chunk(*t, c.as_bytes());
+    }
+    s.end(h, end, outcome);
+    let recs = s.take_finished();
+    assert_eq!(recs.len(), 1);
+    recs.into_iter().next().unwrap()
+}
+
+fn has(rec: &str, needle: &str) {
+    assert!(rec.contains(needle), "record lacks {needle}\n{rec}");
+}
+
+#[test]
+fn exact_marks_and_metrics_on_a_scripted_timeline() {
+    let mut s = session(&[("ttft", 400.0), ("itl.max", 300.0), ("total", 10_000.0)]);
+    let role = "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n".to_string();
+    let chunks = vec![
+        (1050.0, role),                 // first byte, not a token
+        (1500.0, chunk("Hello")),       // ttft = 500
+        (1530.0, chunk(", ")),          // gap 30
+        (1560.0, chunk("wörld")),       // gap 30
+        (1960.0, chunk("!")),           // gap 400: a stall
+        (1990.0, chunk(" Bye") + &chunk(".")), // two events in one chunk: one arrival, gap 30
+        (2000.0, "data: {\"choices\":[],\"usage\":{\"completion_tokens\":7}}\n\ndata: [DONE]\n\n".into()),
+    ];
+    let rec = play(&mut s, 1000.0, 1040.0, &chunks, 2001.0, Outcome::Ok);
+    has(&rec, "\"url\":\"https://chat.example/v1/chat\"");
+    has(&rec, "\"method\":\"POST\"");
+    has(&rec, "\"outcome\":\"ok\"");
+    has(&rec, "\"format\":\"openai-chat\"");
+    has(&rec, "\"complete\":true");
+    has(&rec, "\"marks\":{\"interaction\":null,\"start\":0,\"headers\":40,\"firstByte\":50,\"firstReasoning\":null,\"firstToken\":500,\"firstPaint\":null,\"lastToken\":990,\"lastPaint\":null,\"end\":1001}");
+    has(&rec, "\"ttft\":500,");
+    has(&rec, "\"total\":990,");
+    // Gaps 30, 30, 400, 30 → nearest-rank p50 = 30, p95 = p99 = max = 400 (histogram: ±1 %).
+    has(&rec, "\"itl\":{\"n\":4,\"p50\":");
+    has(&rec, "\"max\":400}");
+    // tpot from usage: (990 − 500) / (7 − 1).
+    has(&rec, "\"tpot\":81.667,");
+    has(&rec, "\"stalls\":{\"count\":1,\"totalMs\":400,\"longestMs\":400,\"network\":1,\"render\":0}");
+    has(&rec, "\"stallList\":[{\"start\":560,\"dur\":400,\"cause\":\"network\"}]");
+    has(&rec, "\"outputTokens\":7,\"outputTokensSource\":\"usage\"");
+    has(&rec, "\"chars\":18,"); // "Hello" ", " "wörld" "!" " Bye" "." = 5+2+5+1+4+1
+    has(&rec, "\"contentEvents\":6,");
+    has(&rec, "\"chunks\":7,");
+    has(&rec, "\"budgetBreaches\":[{\"metric\":\"ttft\",\"limit\":400,\"value\":500},{\"metric\":\"itl.max\",\"limit\":300,\"value\":400}]");
+    assert!(!rec.contains("secret"));
+}
+
+#[test]
+fn itl_percentiles_are_within_the_histogram_bound() {
+    let mut s = session(&[]);
+    let mut chunks = Vec::new();
+    let mut t = 100.0;
+    for i in 0..200 {
+        t += 10.0 + (i % 10) as f64; // gaps 10..19 ms, uniform
+        chunks.push((t, chunk("x")));
+    }
+    let rec = play(&mut s, 0.0, 50.0, &chunks, t + 1.0, Outcome::Ok);
+    // 199 gaps; the first is 11 (i = 1), values cycle 10..19: p50 = 15, p95 = 19.
+    let get = |k: &str| -> f64 {
+        let i = rec.find(&format!("\"{k}\":")).unwrap() + k.len() + 3;
+        rec[i..].split([',', '}']).next().unwrap().parse().unwrap()
+    };
+    let p50 = get("p50");
+    let p95 = get("p95");
+    assert!((p50 - 15.0).abs() <= 0.15 + 1e-9, "p50 {p50}");
+    assert!((p95 - 19.0).abs() <= 0.19 + 1e-9, "p95 {p95}");
+    has(&rec, "\"n\":199,");
+    has(&rec, "\"stalls\":{\"count\":0,");
+}
+
+#[test]
+fn outcomes() {
+    let mut s = session(&[]);
+    let r = play(&mut s, 0.0, 10.0, &[(20.0, chunk("a"))], 30.0, Outcome::Aborted);
+    has(&r, "\"outcome\":\"aborted\"");
+    has(&r, "\"complete\":false");
+    // A fully read body with an HTTP error status is an error.
+    let h = s.begin("https://chat.example/x", "GET", 0.0, 0.0, &[1u8; 32], None);
+    s.get(h).unwrap().on_headers(5.0, 503, "text/event-stream", false);
+    s.end(h, 6.0, Outcome::Ok);
+    has(&s.take_finished()[0], "\"outcome\":\"error\"");
+    // No response at all: error with status 0 and null marks.
+    let h = s.begin("https://chat.example/x", "GET", 0.0, 0.0, &[1u8; 32], None);
+    s.end(h, 6.0, Outcome::Error);
+    let r = &s.take_finished()[0];
+    has(r, "\"status\":0,");
+    has(r, "\"ttft\":null");
+    has(r, "\"itl\":{\"n\":0,\"p50\":null,\"p95\":null,\"p99\":null,\"max\":null}");
+    // An in-band error event turns a complete read into an error.
+    let r = play(&mut s, 0.0, 1.0, &[(2.0, "data: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}\n\n".into())], 3.0, Outcome::Ok);
+    has(&r, "\"outcome\":\"error\"");
+}
+
+#[test]
+fn stale_handles_and_bounded_in_flight() {
+    let mut s = session(&[]);
+    let h = s.begin("https://chat.example/a", "GET", 0.0, 0.0, &[1u8; 32], None);
+    s.end(h, 1.0, Outcome::Ok);
+    let h2 = s.begin("https://chat.example/b", "GET", 2.0, 0.0, &[2u8; 32], None);
+    assert_ne!(h, h2, "a reused slot gets a new generation");
+    assert!(s.get(h).is_none(), "the stale handle does not reach the new request");
+    s.end(h, 3.0, Outcome::Error); // no effect
+    assert_eq!(s.take_finished().len(), 1);
+    // Past MAX_IN_FLIGHT abandoned requests, the oldest are ended as partial.
+    for i in 0..super::session::MAX_IN_FLIGHT + 3 {
+        s.begin("https://chat.example/c", "GET", 10.0 + i as f64, 0.0, &[3u8; 32], None);
+    }
+    let done = s.take_finished();
+    assert_eq!(done.len(), 4, "h2 and the 3 oldest abandoned ones");
+    assert!(done.iter().all(|r| r.contains("\"outcome\":\"partial\"")));
+    assert_eq!(s.running().len(), super::session::MAX_IN_FLIGHT);
+}
+
+#[test]
+fn unsampled_sessions_record_nothing_and_say_so_in_traceparent() {
+    let mut s = Session::new(Config { sampled: false, page_origin: "https://chat.example".into(), ..Config::default() });
+    let h = s.begin("https://chat.example/a", "GET", 0.0, 0.0, &[1u8; 32], None);
+    assert!(s.traceparent(h).ends_with("-00"));
+    s.end(h, 1.0, Outcome::Ok);
+    assert!(s.take_finished().is_empty());
+}
+
+struct XorShift(u64);
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn float(&mut self, max: f64) -> f64 {
+        (self.next() % 1_000_000) as f64 / 1_000_000.0 * max
+    }
+}
+
+/// Properties over random schedules: ttft ≤ total; the gaps sum to the generation window
+/// (lastToken − firstToken); n = arrivals − 1; the stall count equals the gaps over the
+/// threshold; every record is well-formed enough to contain its keys once.
+#[test]
+fn properties_over_random_schedules() {
+    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
+    for _ in 0..300 {
+        let cfg = Config { page_origin: "https://chat.example".into(), ..Config::default() };
+        let mut s = Session::new(cfg);
+        let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[5u8; 32], None);
+        s.get(h).unwrap().on_headers(rng.float(100.0), 200, "text/event-stream", false);
+        let mut t = 100.0;
+        let n = 1 + (rng.next() % 60) as usize;
+        let mut gaps = Vec::new();
+        let mut last: Option<f64> = None;
+        for _ in 0..n {
+            let span = if rng.next() % 10 == 0 { 900.0 } else { 60.0 };
+            t += rng.float(span);
+            let content = rng.next() % 4 != 0;
+            let body = if content { chunk("tok") } else { ": ping\n\n".to_string() };
+            s.get(h).unwrap().on_chunk(t, body.as_bytes());
+            if content {
+                if let Some(l) = last {
+                    gaps.push(t - l);
+                }
+                last = Some(t);
+            }
+        }
+        let tl = s.get(h).unwrap();
+        let sum = tl.itl.sum();
+        if let (Some(a), Some(b)) = (tl.first_token, tl.last_token) {
+            assert!(tl.ttft().unwrap() <= tl.total().unwrap());
+            assert!((sum - (b - a)).abs() < 1e-6, "gaps sum to the window");
+            assert_eq!(tl.itl.count() as usize, gaps.len());
+            assert_eq!(tl.stalls.count as usize, gaps.iter().filter(|g| **g > 250.0).count());
+            assert!(tl.stalls.list.windows(2).all(|w| w[0].dur >= w[1].dur), "stallList longest first");
+        } else {
+            assert!(gaps.is_empty() && tl.itl.count() == 0);
+        }
+        let mut w = JsonWriter::new();
+        encode(tl, &Config::default(), &mut w);
+        for key in ["\"id\":", "\"ttft\":", "\"itl\":", "\"stalls\":", "\"userMarks\":"] {
+            assert_eq!(w.out.matches(key).count(), 1, "{key}");
+        }
+    }
+}
