@@ -5,13 +5,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build --quiet --lib --profile wasm --target wasm32-unknown-unknown
+cargo build --quiet --lib --profile wasm --target wasm32-unknown-unknown --features tiny
 rm -rf dist
 mkdir -p dist/wasm
 wasm-bindgen target/wasm32-unknown-unknown/wasm/llm_rum.wasm \
   --target web --out-dir dist/wasm --out-name llm_rum --no-typescript
 node_modules/.bin/wasm-opt -Oz --enable-reference-types --enable-bulk-memory --enable-nontrapping-float-to-int \
   --enable-sign-ext --enable-mutable-globals --strip-debug --strip-producers \
-  dist/wasm/llm_rum_bg.wasm -o dist/wasm/llm_rum_bg.wasm
-cp js/*.js js/index.d.ts dist/
+  --converge dist/wasm/llm_rum_bg.wasm -o dist/wasm/llm_rum_bg.wasm
+# The facade is bundled into one ES module and minified like the glue (esbuild, from npm);
+# the wasm glue stays a separate module loaded by init() with a dynamic import, so importing
+# the package loads no wasm and touches no global.
+node_modules/.bin/esbuild js/index.js --bundle --format=esm --minify --sourcemap \
+  --external:./wasm/llm_rum.js --outfile=dist/index.js --log-level=warning
+node_modules/.bin/esbuild dist/wasm/llm_rum.js --format=esm --minify --allow-overwrite \
+  --outfile=dist/wasm/llm_rum.js --log-level=warning
+cp js/index.d.ts dist/
 echo "[build] dist/ ready: $(du -sb dist | cut -f1) bytes"

@@ -2,8 +2,16 @@
 //!
 //! `core` is pure Rust (tested natively); `browser` holds the thin wasm adapters. This file
 //! holds the `#[wasm_bindgen]` surface only: each export delegates in a line or two.
+//!
+//! `no_std` + `alloc`: the shipped wasm carries no std runtime (see the `tiny` feature).
+
+#![cfg_attr(target_arch = "wasm32", no_std)]
+extern crate alloc;
 
 pub mod core;
+
+#[cfg(all(target_arch = "wasm32", feature = "tiny"))]
+mod tiny_runtime;
 
 #[cfg(target_arch = "wasm32")]
 pub mod browser;
@@ -14,6 +22,8 @@ pub mod exports {
     use crate::core::config::{Budget, Config};
     use crate::core::session::Session;
     use crate::core::timeline::Outcome;
+    use alloc::string::String;
+    use alloc::vec::Vec;
     use wasm_bindgen::prelude::*;
 
     /// The per-page SDK state. Created once by `init()` in js/index.js.

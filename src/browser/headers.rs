@@ -1,6 +1,7 @@
 //! Reads response headers into a timeline: the content type (which decoder), Server-Timing,
 //! `traceresponse`, and the configured correlation headers.
 
+use alloc::string::String;
 use crate::core::stream::is_stream_content_type;
 use crate::core::timeline::Timeline;
 use web_sys::Headers;

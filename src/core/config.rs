@@ -2,6 +2,7 @@
 //! option parsing and warnings; numbers cross the wasm boundary as numbers, so the core needs
 //! no float parser).
 
+use alloc::{string::String, vec::Vec};
 /// A per-metric budget: `metric` is a record key, or `group.stat` such as `itl.p95`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Budget {
@@ -57,13 +58,11 @@ impl Config {
             if entry_origin.is_empty() {
                 return false;
             }
-            if entry.len() == entry_origin.len() || &entry[entry_origin.len()..] == "/" {
-                entry_origin.eq_ignore_ascii_case(origin)
-            } else {
-                // A path prefix: compare the whole URL, origin case-insensitively.
-                entry_origin.eq_ignore_ascii_case(origin)
-                    && url[origin.len()..].starts_with(&entry[entry_origin.len()..])
-            }
+            // `get` instead of indexing: no panic path (keeps core::fmt out of the wasm).
+            let entry_path = entry.get(entry_origin.len()..).unwrap_or("");
+            let url_path = url.get(origin.len()..).unwrap_or("");
+            // An origin matches by equality; a path prefix also compares the path.
+            entry_origin.eq_ignore_ascii_case(origin) && (entry_path == "/" || url_path.starts_with(entry_path))
         })
     }
 }
@@ -71,16 +70,20 @@ impl Config {
 /// `scheme://authority` of an absolute URL, or "" when there is none. URLs come from the
 /// browser's URL parser (already normalised), so this is a split, not a parser.
 pub fn origin_of(url: &str) -> &str {
-    let Some(scheme_end) = url.find("://") else { return "" };
-    let rest = &url[scheme_end + 3..];
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    &url[..scheme_end + 3 + end]
+    // Byte scanning and `get`: no panic path (a str-slicing panic alone would keep core::fmt's
+    // Debug printing and Unicode tables in the wasm).
+    let b = url.as_bytes();
+    let Some(scheme_end) = b.windows(3).position(|w| w == b"://") else { return "" };
+    let start = scheme_end + 3;
+    let rest = b.get(start..).unwrap_or(&[]);
+    let end = rest.iter().position(|&c| c == b'/' || c == b'?' || c == b'#').map_or(b.len(), |p| start + p);
+    url.get(..end).unwrap_or("")
 }
 
 /// `url` without query and fragment.
 pub fn strip_query(url: &str) -> &str {
-    match url.find(['?', '#']) {
-        Some(i) => &url[..i],
+    match url.bytes().position(|c| c == b'?' || c == b'#') {
+        Some(i) => url.get(..i).unwrap_or(url),
         None => url,
     }
 }

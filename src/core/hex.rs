@@ -5,6 +5,7 @@
 //! Hand-written (no `format!("{:02x}")`) because `core::fmt` is the biggest thing a wasm build
 //! can accidentally link.
 
+use alloc::string::String;
 const DIGITS: &[u8; 16] = b"0123456789abcdef";
 
 /// The value of one lower-case hex digit; `None` for anything else (including `A`-`F`).

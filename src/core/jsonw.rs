@@ -4,6 +4,7 @@
 //! `core::fmt` machinery). Records only need objects, arrays, strings, integers and
 //! milliseconds rounded to microseconds, which this writes with integer arithmetic.
 
+use alloc::string::String;
 /// Appends JSON text to a `String`. The caller is responsible for structure (commas are
 /// handled by `key`/`item`), which keeps the writer allocation-free beyond the output.
 pub struct JsonWriter {
@@ -108,7 +109,8 @@ pub fn push_string(out: &mut String, s: &str) {
             0..=0x1f => None,
             _ => continue,
         };
-        out.push_str(&s[start..i]);
+        // Escapes sit at ASCII bytes, so these are char boundaries; `get` has no panic path.
+        out.push_str(s.get(start..i).unwrap_or(""));
         match esc {
             Some(e) => out.push_str(e),
             None => {
@@ -120,7 +122,7 @@ pub fn push_string(out: &mut String, s: &str) {
         }
         start = i + 1;
     }
-    out.push_str(&s[start..]);
+    out.push_str(s.get(start..).unwrap_or(""));
     out.push('"');
 }
 

@@ -8,6 +8,7 @@ pub mod formats;
 pub mod hex;
 pub mod jsonscan;
 pub mod jsonw;
+pub mod math;
 pub mod record;
 pub mod server_timing;
 pub mod session;

@@ -2,6 +2,7 @@
 //!
 //! Key names are the contract; never add answer or prompt text here (only counts and times).
 
+use alloc::string::String;
 use super::config::Config;
 use super::hex::push_hex;
 use super::jsonw::JsonWriter;

@@ -35,6 +35,7 @@
 //! names and descriptions truncated to `MAX_TEXT` bytes on a char boundary. Work is linear in
 //! the header length.
 
+use alloc::{string::String, vec::Vec};
 /// Upper bound on `out.len()` after `parse_server_timing`.
 pub const MAX_ENTRIES: usize = 32;
 /// Names and descriptions are truncated to this many bytes (on a UTF-8 char boundary).
@@ -347,7 +348,7 @@ pub fn parse_decimal(s: &[u8]) -> Option<f64> {
     let exp10 = exp10.clamp(-400, 400);
     // powi(10, k) is exact for k ≤ 22 (every intermediate of square-and-multiply is an exactly
     // representable power of ten), so the fast path is one correctly rounded operation.
-    let v = if exp10 >= 0 { m * 10f64.powi(exp10) } else { m / 10f64.powi(-exp10) };
+    let v = if exp10 >= 0 { m * super::math::powi(10.0, exp10) } else { m / super::math::powi(10.0, -exp10) };
     if !v.is_finite() {
         return None;
     }

@@ -2,6 +2,7 @@
 //! records that finished. The browser layer holds one `Session` and talks to it with small
 //! integer handles, so no Rust object crosses into JS per request.
 
+use alloc::{string::String, vec::Vec};
 use super::config::{strip_query, Config};
 use super::hex;
 use super::jsonw::JsonWriter;
@@ -190,6 +191,6 @@ impl Session {
 
     /// Takes the finished records (JSON object texts) in completion order.
     pub fn take_finished(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.finished)
+        core::mem::take(&mut self.finished)
     }
 }

@@ -10,7 +10,8 @@
 //! parser into an overflowed state in which it drops all further input, instead of growing
 //! a buffer without limit. Buffers are reused between events (no allocation per event).
 
-use std::borrow::Cow;
+use alloc::{string::String, vec::Vec};
+use alloc::borrow::Cow;
 
 /// Upper bound for one line and for one event's data buffer, in bytes.
 pub const MAX_LINE: usize = 1 << 20;

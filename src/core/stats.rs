@@ -25,6 +25,8 @@
 //! representative uses `f64::powi` (a square-and-multiply loop, ≈ 0.13 KB); `exp` (≈ 0.7 KB) and
 //! `str::parse`/`fmt` are not linked.
 
+use super::math;
+use alloc::{vec::Vec, vec};
 /// Relative accuracy α of `quantile` for values ≥ `FLOOR`.
 pub const ALPHA: f64 = 0.01;
 /// Values below this (ms) go to the zero bucket; their estimates are within ±`FLOOR`.
@@ -61,7 +63,7 @@ pub struct LogHistogram {
 fn key_of(v: f64) -> i32 {
     // `as i32` saturates (never UB, never panics); the clamp absorbs the top-bucket overflow
     // and any 1-ulp rounding of ln at the FLOOR boundary.
-    let k = (v.ln() * INV_LN_GAMMA).ceil() as i32;
+    let k = math::ceil(math::ln(v) * INV_LN_GAMMA) as i32;
     k.clamp(KEY_MIN, KEY_MAX)
 }
 
@@ -69,7 +71,7 @@ fn key_of(v: f64) -> i32 {
 /// distance to both ends of `(γ^(k-1), γ^k]` is α.
 #[inline]
 fn representative(k: i32) -> f64 {
-    (1.0 - ALPHA) * GAMMA.powi(k)
+    (1.0 - ALPHA) * math::powi(GAMMA, k)
 }
 
 /// The nearest rank of quantile `q` among `n` samples: `ceil(q·n)` clamped to `[1, n]`.
@@ -83,7 +85,7 @@ fn nearest_rank(q: f64, n: u32) -> Option<u32> {
     }
     let q = q.clamp(0.0, 1.0); // constant bounds: clamp's assert compiles away
     let x = q * n as f64;
-    let r = (x - x * 1e-12).ceil() as u32; // saturating cast; x <= n < 2^32
+    let r = math::ceil(x - x * 1e-12) as u32; // saturating cast; x <= n < 2^32
     Some(r.max(1).min(n))
 }
 

@@ -18,6 +18,7 @@
 //! non-blank NDJSON / data-stream lines, or text chunks that decoded to ≥ 1 char. An SSE
 //! block without data (e.g. only `retry:`) is not dispatched and not counted.
 
+use alloc::string::String;
 use super::formats::{Classifier, Format};
 use super::sse::{LineSplitter, SseItem, SseParser};
 use super::utf8::Utf8Decoder;

@@ -4,6 +4,7 @@
 //! the finished timeline into the wire record. All per-chunk work is O(chunk) and the state is
 //! bounded whatever the answer length (the histogram is fixed-size, lists are capped).
 
+use alloc::{string::String, vec::Vec};
 use super::config::Config;
 use super::server_timing::{parse_server_timing, ServerTimingEntry};
 use super::stats::LogHistogram;
@@ -373,5 +374,5 @@ fn truncate(s: &str) -> &str {
     while !s.is_char_boundary(end) {
         end -= 1;
     }
-    &s[..end]
+    s.get(..end).unwrap_or("")
 }

@@ -20,6 +20,7 @@
 //! §4); we only ever emit version 00 with the sampled flag (no Level 2 `random` flag, so Level 1
 //! receivers see nothing unexpected).
 
+use alloc::string::String;
 use super::hex;
 use super::server_timing::ServerTimingEntry;
 

@@ -5,7 +5,7 @@
 //! ill-formed sequence becomes one U+FFFD per *maximal subpart* (Unicode §3.9 / WHATWG
 //! Encoding §4.1, the same policy as `String::from_utf8_lossy`); one leading BOM is removed
 //! at the start of the stream only. Well-formedness follows RFC 3629 §4 (no surrogates, no
-//! overlongs, nothing above U+10FFFF), which is exactly what `std::str::from_utf8` checks,
+//! overlongs, nothing above U+10FFFF), which is exactly what `core::str::from_utf8` checks,
 //! so std does the validation and this type only carries ≤ 3 bytes between chunks.
 
 /// Number of Unicode scalar values in `s`: every byte that is not a continuation byte
@@ -50,14 +50,14 @@ impl Utf8Decoder {
             }
         }
         loop {
-            match std::str::from_utf8(rest) {
+            match core::str::from_utf8(rest) {
                 Ok(s) => {
                     self.emit(s, out);
                     return;
                 }
                 Err(e) => {
                     let (valid, after) = rest.split_at(e.valid_up_to());
-                    if let Ok(s) = std::str::from_utf8(valid) {
+                    if let Ok(s) = core::str::from_utf8(valid) {
                         self.emit(s, out);
                     }
                     match e.error_len() {
@@ -111,7 +111,7 @@ impl Utf8Decoder {
         let mut buf = self.pending;
         buf[plen..plen + take].copy_from_slice(&bytes[..take]);
         let avail = plen + take;
-        let (valid_up_to, error_len) = match std::str::from_utf8(&buf[..avail]) {
+        let (valid_up_to, error_len) = match core::str::from_utf8(&buf[..avail]) {
             Ok(_) => (avail, None),
             Err(e) => (e.valid_up_to(), e.error_len()),
         };
@@ -124,7 +124,7 @@ impl Utf8Decoder {
                 0xE0..=0xEF => 3,
                 _ => 4,
             };
-            if let Some(s) = buf.get(..len).and_then(|b| std::str::from_utf8(b).ok()) {
+            if let Some(s) = buf.get(..len).and_then(|b| core::str::from_utf8(b).ok()) {
                 self.emit(s, out);
             }
             self.pending_len = 0;

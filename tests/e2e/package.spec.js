@@ -1,0 +1,31 @@
+// The npm package as shipped: size budget, exports map, and import safety (no globals touched
+// at import time, e.g. under SSR in Node). Runs in Node, no browser.
+import { test, expect } from '@playwright/test';
+import fs from 'node:fs';
+import { measure, BUDGET_BROTLI } from '../../scripts/size.js';
+
+test('shipped wasm + glue + facade stay within 30 KB brotli', () => {
+  const { rows, total } = measure('dist');
+  console.log(rows.map((r) => `${r.file}: ${r.raw} B raw, ${r.gzip} B gzip, ${r.brotli} B brotli`).join('\n'));
+  expect(rows.map((r) => r.file).sort()).toEqual(['index.js', 'wasm/llm_rum.js', 'wasm/llm_rum_bg.wasm']);
+  expect(total.brotli).toBeLessThanOrEqual(BUDGET_BROTLI);
+});
+
+test('package.json: exports map with types first, files, sideEffects false', () => {
+  const pkg = JSON.parse(fs.readFileSync('package.json', 'utf8'));
+  expect(Object.keys(pkg.exports['.'])[0]).toBe('types');
+  expect(pkg.exports['.'].default).toBe('./dist/index.js');
+  expect(pkg.files).toEqual(['dist/']);
+  expect(pkg.sideEffects).toBe(false);
+  for (const f of ['dist/index.js', 'dist/index.d.ts', 'dist/wasm/llm_rum.js', 'dist/wasm/llm_rum_bg.wasm']) expect(fs.existsSync(f)).toBe(true);
+});
+
+test('importing the package in Node (SSR) touches no browser global and loads no wasm', async () => {
+  const before = Object.keys(globalThis).sort();
+  const fetchBefore = globalThis.fetch;
+  const mod = await import('../../dist/index.js');
+  expect(typeof mod.init).toBe('function');
+  expect(mod.VERSION).toBe(JSON.parse(fs.readFileSync('package.json', 'utf8')).version);
+  expect(Object.keys(globalThis).sort()).toEqual(before);
+  expect(globalThis.fetch).toBe(fetchBefore);
+});
