@@ -95,13 +95,20 @@ mod tests {
     #[test]
     fn tokens_concatenate_to_text() {
         assert_eq!(tokens().concat(), ANSWER);
-        assert!(tokens().len() > 100, "answer should be long enough: {}", tokens().len());
+        assert!(
+            tokens().len() > 100,
+            "answer should be long enough: {}",
+            tokens().len()
+        );
         assert!(tokens().iter().all(|t| !t.is_empty()));
     }
 
     #[test]
     fn tokenizer_is_deterministic_and_word_ish() {
-        assert_eq!(tokenize("Hello, wörld!\n\n- a"), vec!["Hello", ",", " wörld", "!", "\n\n-", " a"]);
+        assert_eq!(
+            tokenize("Hello, wörld!\n\n- a"),
+            vec!["Hello", ",", " wörld", "!", "\n\n-", " a"]
+        );
         assert_eq!(tokenize("  "), vec!["  "]);
         assert_eq!(tokenize(""), Vec::<&str>::new());
         assert_eq!(tokenize(ANSWER), tokenize(ANSWER));

@@ -102,7 +102,11 @@ pub struct Event {
 
 impl Event {
     fn new(kind: Kind, tokens: u64, s: String) -> Event {
-        Event { kind, tokens, bytes: s.into_bytes() }
+        Event {
+            kind,
+            tokens,
+            bytes: s.into_bytes(),
+        }
     }
 }
 
@@ -126,8 +130,18 @@ pub struct Shaper {
 impl Shaper {
     /// `rid` is the server's request id (used to derive provider-looking ids), `ids` adds SSE
     /// `id:` lines, `include_usage` adds OpenAI's usage chunk.
-    pub fn new(format: Format, rid: &str, model: &str, include_usage: bool, ids: bool, prompt_tokens: u64) -> Shaper {
-        let created = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    pub fn new(
+        format: Format,
+        rid: &str,
+        model: &str,
+        include_usage: bool,
+        ids: bool,
+        prompt_tokens: u64,
+    ) -> Shaper {
+        let created = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
         let id = match format {
             Format::OpenAiChat | Format::Ndjson | Format::Text => format!("chatcmpl-{rid}"),
             Format::OpenAiResponses => format!("resp_{rid}"),
@@ -221,15 +235,22 @@ impl Shaper {
     pub fn preamble(&mut self) -> Vec<Event> {
         match self.format {
             Format::OpenAiChat => {
-                let c = self.chat_chunk(json!({"role": "assistant", "content": "", "refusal": null}), Value::Null);
+                let c = self.chat_chunk(
+                    json!({"role": "assistant", "content": "", "refusal": null}),
+                    Value::Null,
+                );
                 vec![Event::new(Kind::Role, 0, self.sse(None, &c.to_string()))]
             }
             Format::OpenAiResponses => {
                 let created = self.resp_object("in_progress", json!([]), Value::Null);
-                let mut s = self.resp_event("response.created", json!({"response": created.clone()}));
+                let mut s =
+                    self.resp_event("response.created", json!({"response": created.clone()}));
                 s += &self.resp_event("response.in_progress", json!({"response": created}));
                 let item = self.resp_item("in_progress", None);
-                s += &self.resp_event("response.output_item.added", json!({"output_index": 0, "item": item}));
+                s += &self.resp_event(
+                    "response.output_item.added",
+                    json!({"output_index": 0, "item": item}),
+                );
                 let item_id = format!("msg_{}", self.id);
                 s += &self.resp_event(
                     "response.content_part.added",
@@ -248,12 +269,21 @@ impl Shaper {
                 s += &self.sse(Some("content_block_start"), &block.to_string());
                 // Anthropic sends a ping right after the block opens.
                 let ping = self.sse(Some("ping"), &json!({"type": "ping"}).to_string());
-                vec![Event::new(Kind::Role, 0, s), Event::new(Kind::Ping, 0, ping)]
+                vec![
+                    Event::new(Kind::Role, 0, s),
+                    Event::new(Kind::Ping, 0, ping),
+                ]
             }
             Format::AiSdkUi => {
-                let mut s = self.sse(None, &json!({"type": "start", "messageId": self.id}).to_string());
+                let mut s = self.sse(
+                    None,
+                    &json!({"type": "start", "messageId": self.id}).to_string(),
+                );
                 s += &self.sse(None, &json!({"type": "start-step"}).to_string());
-                s += &self.sse(None, &json!({"type": "text-start", "id": "txt-0"}).to_string());
+                s += &self.sse(
+                    None,
+                    &json!({"type": "text-start", "id": "txt-0"}).to_string(),
+                );
                 vec![Event::new(Kind::Role, 0, s)]
             }
             Format::Ndjson | Format::Text => vec![],
@@ -279,7 +309,10 @@ impl Shaper {
                 let d = json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}});
                 self.sse(Some("content_block_delta"), &d.to_string())
             }
-            Format::AiSdkUi => self.sse(None, &json!({"type": "text-delta", "id": "txt-0", "delta": text}).to_string()),
+            Format::AiSdkUi => self.sse(
+                None,
+                &json!({"type": "text-delta", "id": "txt-0", "delta": text}).to_string(),
+            ),
             Format::Ndjson => {
                 let mut line = json!({"model": self.model, "created_at": rfc3339_now(),
                     "message": {"role": "assistant", "content": text}, "done": false})
@@ -322,24 +355,50 @@ impl Shaper {
                            "part": {"type": "output_text", "text": text, "annotations": []}}),
                 );
                 let item = self.resp_item("completed", Some(&text));
-                s += &self.resp_event("response.output_item.done", json!({"output_index": 0, "item": item.clone()}));
-                let resp = self.resp_object("completed", json!([item]), self.resp_usage(completion_tokens));
+                s += &self.resp_event(
+                    "response.output_item.done",
+                    json!({"output_index": 0, "item": item.clone()}),
+                );
+                let resp = self.resp_object(
+                    "completed",
+                    json!([item]),
+                    self.resp_usage(completion_tokens),
+                );
                 let done = self.resp_event("response.completed", json!({"response": resp}));
-                vec![Event::new(Kind::Finish, 0, s), Event::new(Kind::Usage, 0, done)]
+                vec![
+                    Event::new(Kind::Finish, 0, s),
+                    Event::new(Kind::Usage, 0, done),
+                ]
             }
             Format::Anthropic => {
-                let stop = self.sse(Some("content_block_stop"), &json!({"type": "content_block_stop", "index": 0}).to_string());
+                let stop = self.sse(
+                    Some("content_block_stop"),
+                    &json!({"type": "content_block_stop", "index": 0}).to_string(),
+                );
                 let md = json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null},
                                 "usage": {"output_tokens": completion_tokens}});
                 let md = self.sse(Some("message_delta"), &md.to_string());
-                let ms = self.sse(Some("message_stop"), &json!({"type": "message_stop"}).to_string());
-                vec![Event::new(Kind::Finish, 0, stop), Event::new(Kind::Usage, 0, md), Event::new(Kind::Done, 0, ms)]
+                let ms = self.sse(
+                    Some("message_stop"),
+                    &json!({"type": "message_stop"}).to_string(),
+                );
+                vec![
+                    Event::new(Kind::Finish, 0, stop),
+                    Event::new(Kind::Usage, 0, md),
+                    Event::new(Kind::Done, 0, ms),
+                ]
             }
             Format::AiSdkUi => {
-                let mut s = self.sse(None, &json!({"type": "text-end", "id": "txt-0"}).to_string());
+                let mut s = self.sse(
+                    None,
+                    &json!({"type": "text-end", "id": "txt-0"}).to_string(),
+                );
                 s += &self.sse(None, &json!({"type": "finish-step"}).to_string());
                 s += &self.sse(None, &json!({"type": "finish"}).to_string());
-                vec![Event::new(Kind::Finish, 0, s), Event::new(Kind::Done, 0, self.sse(None, "[DONE]"))]
+                vec![
+                    Event::new(Kind::Finish, 0, s),
+                    Event::new(Kind::Done, 0, self.sse(None, "[DONE]")),
+                ]
             }
             Format::Ndjson => {
                 let ns = self.start.elapsed().as_nanos() as u64;
@@ -358,7 +417,9 @@ impl Shaper {
 
     /// A keep-alive write, for SSE formats only.
     pub fn ping(&self) -> Option<Event> {
-        self.format.is_sse().then(|| Event::new(Kind::Ping, 0, ": ping\n\n".to_string()))
+        self.format
+            .is_sse()
+            .then(|| Event::new(Kind::Ping, 0, ": ping\n\n".to_string()))
     }
 
     /// A whole non-streamed answer: (content-type, body).
@@ -370,9 +431,11 @@ impl Shaper {
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": null},
                              "logprobs": null, "finish_reason": "stop"}],
                 "usage": self.chat_usage(completion), "system_fingerprint": "fp_llmrum_demo"}),
-            Format::OpenAiResponses => {
-                self.resp_object("completed", json!([self.resp_item("completed", Some(text))]), self.resp_usage(completion))
-            }
+            Format::OpenAiResponses => self.resp_object(
+                "completed",
+                json!([self.resp_item("completed", Some(text))]),
+                self.resp_usage(completion),
+            ),
             Format::Anthropic => json!({
                 "id": self.id, "type": "message", "role": "assistant", "model": self.model,
                 "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": null,
@@ -421,7 +484,9 @@ pub fn split_point(bytes: &[u8]) -> Option<usize> {
 
 /// Current UTC time as RFC 3339 with nanoseconds (Ollama's `created_at`), without a date crate.
 fn rfc3339_now() -> String {
-    let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
     let secs = d.as_secs() as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Howard Hinnant's civil_from_days.
@@ -460,7 +525,10 @@ mod tests {
     fn sse_events(evs: &[Event]) -> Vec<(Option<String>, String)> {
         let all: Vec<u8> = evs.iter().flat_map(|e| e.bytes.clone()).collect();
         let text = String::from_utf8(all).unwrap();
-        assert!(text.ends_with("\n\n"), "every SSE event ends with a blank line");
+        assert!(
+            text.ends_with("\n\n"),
+            "every SSE event ends with a blank line"
+        );
         let mut out = Vec::new();
         for block in text.split("\n\n").filter(|b| !b.is_empty()) {
             let mut name = None;
@@ -487,11 +555,19 @@ mod tests {
     fn openai_chat_shape() {
         let evs = run(Format::OpenAiChat, true);
         use Kind::*;
-        assert_eq!(kinds(&evs), vec![Role, Content, Content, Finish, Usage, Done]);
+        assert_eq!(
+            kinds(&evs),
+            vec![Role, Content, Content, Finish, Usage, Done]
+        );
         let ev = sse_events(&evs);
         assert_eq!(ev.last().unwrap().1, "[DONE]");
-        let j: Vec<Value> = ev[..ev.len() - 1].iter().map(|(_, d)| serde_json::from_str(d).unwrap()).collect();
-        assert!(j.iter().all(|c| c["object"] == "chat.completion.chunk" && c["id"] == "chatcmpl-req-1"));
+        let j: Vec<Value> = ev[..ev.len() - 1]
+            .iter()
+            .map(|(_, d)| serde_json::from_str(d).unwrap())
+            .collect();
+        assert!(j
+            .iter()
+            .all(|c| c["object"] == "chat.completion.chunk" && c["id"] == "chatcmpl-req-1"));
         assert_eq!(j[0]["choices"][0]["delta"]["role"], "assistant");
         assert_eq!(j[0]["choices"][0]["delta"]["content"], "");
         assert_eq!(j[2]["choices"][0]["delta"]["content"], " wörld");
@@ -503,7 +579,9 @@ mod tests {
         // Without include_usage: no usage chunk and no usage key.
         let evs = run(Format::OpenAiChat, false);
         assert_eq!(kinds(&evs), vec![Role, Content, Content, Finish, Done]);
-        assert!(!String::from_utf8(evs[1].bytes.clone()).unwrap().contains("usage"));
+        assert!(!String::from_utf8(evs[1].bytes.clone())
+            .unwrap()
+            .contains("usage"));
     }
 
     #[test]
@@ -544,7 +622,10 @@ mod tests {
     fn anthropic_shape() {
         let evs = run(Format::Anthropic, false);
         use Kind::*;
-        assert_eq!(kinds(&evs), vec![Role, Ping, Content, Content, Finish, Usage, Done]);
+        assert_eq!(
+            kinds(&evs),
+            vec![Role, Ping, Content, Content, Finish, Usage, Done]
+        );
         let ev = sse_events(&evs);
         let names: Vec<&str> = ev.iter().map(|(n, _)| n.as_deref().unwrap()).collect();
         assert_eq!(
@@ -562,7 +643,11 @@ mod tests {
         );
         for (n, d) in &ev {
             let v: Value = serde_json::from_str(d).unwrap();
-            assert_eq!(v["type"], n.as_deref().unwrap(), "data.type matches the event name");
+            assert_eq!(
+                v["type"],
+                n.as_deref().unwrap(),
+                "data.type matches the event name"
+            );
         }
         let v: Value = serde_json::from_str(&ev[3].1).unwrap();
         assert_eq!(v["delta"], json!({"type": "text_delta", "text": "Hello"}));
@@ -573,16 +658,39 @@ mod tests {
 
     #[test]
     fn ai_sdk_ui_shape() {
-        assert_eq!(Format::AiSdkUi.extra_headers(), &[("x-vercel-ai-ui-message-stream", "v1")]);
+        assert_eq!(
+            Format::AiSdkUi.extra_headers(),
+            &[("x-vercel-ai-ui-message-stream", "v1")]
+        );
         let ev = sse_events(&run(Format::AiSdkUi, false));
         assert_eq!(ev.last().unwrap().1, "[DONE]");
         let types: Vec<String> = ev[..ev.len() - 1]
             .iter()
-            .map(|(_, d)| serde_json::from_str::<Value>(d).unwrap()["type"].as_str().unwrap().to_string())
+            .map(|(_, d)| {
+                serde_json::from_str::<Value>(d).unwrap()["type"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
             .collect();
-        assert_eq!(types, ["start", "start-step", "text-start", "text-delta", "text-delta", "text-end", "finish-step", "finish"]);
+        assert_eq!(
+            types,
+            [
+                "start",
+                "start-step",
+                "text-start",
+                "text-delta",
+                "text-delta",
+                "text-end",
+                "finish-step",
+                "finish"
+            ]
+        );
         let v: Value = serde_json::from_str(&ev[4].1).unwrap();
-        assert_eq!(v, json!({"type": "text-delta", "id": "txt-0", "delta": " wörld"}));
+        assert_eq!(
+            v,
+            json!({"type": "text-delta", "id": "txt-0", "delta": " wörld"})
+        );
     }
 
     #[test]
@@ -618,7 +726,9 @@ mod tests {
         assert!(a.starts_with("id: 0\ndata: "));
         assert!(b.starts_with("id: 1\ndata: "));
         assert_eq!(s.ping().unwrap().bytes, b": ping\n\n");
-        assert!(Shaper::new(Format::Ndjson, "r", "m", false, false, 0).ping().is_none());
+        assert!(Shaper::new(Format::Ndjson, "r", "m", false, false, 0)
+            .ping()
+            .is_none());
     }
 
     #[test]

@@ -28,7 +28,12 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 /// Writes waiting in the channel before the generator blocks (beyond this the client is slow).
+/// Token events are small, so 64 of them are a few kB: enough to absorb scheduling hiccups
+/// without hiding a client that stopped reading.
 const CHANNEL_CAPACITY: usize = 64;
+/// For /bytes, whose writes can be large: keep backpressure tight so that `body_bytes` of a
+/// stalled reader stays close to what the socket actually accepted.
+const BYTES_CHANNEL_CAPACITY: usize = 2;
 
 type Msg = Result<Bytes, std::io::Error>;
 
@@ -44,7 +49,10 @@ impl Body for ChanBody {
     type Data = Bytes;
     type Error = std::io::Error;
 
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         match self.rx.poll_recv(cx) {
             Poll::Ready(Some(Ok(b))) => Poll::Ready(Some(Ok(Frame::data(b)))),
             Poll::Ready(Some(Err(e))) => {
@@ -74,6 +82,7 @@ impl Drop for ChanBody {
 }
 
 /// The client went away; stop generating.
+#[derive(Debug)]
 struct Gone;
 
 /// One streaming generation in progress.
@@ -103,18 +112,34 @@ pub fn first_write_ms(sc: &Scenario) -> f64 {
 
 impl Generator {
     /// Creates the generator and the body it feeds.
-    pub fn new(rec: Arc<Record>, sc: Scenario, shaper: Shaper, t_gen: Instant) -> (Generator, ChanBody) {
+    pub fn new(
+        rec: Arc<Record>,
+        sc: Scenario,
+        shaper: Shaper,
+        t_gen: Instant,
+    ) -> (Generator, ChanBody) {
         let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
-        let body = ChanBody { rx, rec: rec.clone(), ended: false };
-        (Generator { rec, sc, shaper, tx, t_gen, last_ms: 0.0 }, body)
+        let body = ChanBody {
+            rx,
+            rec: rec.clone(),
+            ended: false,
+        };
+        (
+            Generator {
+                rec,
+                sc,
+                shaper,
+                tx,
+                t_gen,
+                last_ms: 0.0,
+            },
+            body,
+        )
     }
 
     /// Runs the whole stream, holding the generation slot until it ends.
     pub async fn run(mut self, permit: OwnedSemaphorePermit) {
-        let outcome = match self.stream().await {
-            Ok(outcome) => outcome,
-            Err(Gone) => "client_gone",
-        };
+        let outcome = self.stream().await.unwrap_or("client_gone");
         drop(permit);
         if outcome == "client_gone" {
             self.rec.client_gone();
@@ -143,7 +168,10 @@ impl Generator {
             if sc.fail_at.is_some_and(|k| k < chunk.first + chunk.count) {
                 // Abrupt drop before the write carrying token k.
                 self.sleep_until(first_at).await?;
-                let _ = self.tx.send(Err(std::io::Error::other("scripted failure (fail_at)"))).await;
+                let _ = self
+                    .tx
+                    .send(Err(std::io::Error::other("scripted failure (fail_at)")))
+                    .await;
                 return Ok("failed");
             }
             self.emit(chunk.at_ms, ev).await?;
@@ -181,10 +209,32 @@ impl Generator {
         match self.cut(&ev) {
             Some(i) => {
                 let first_at = self.first_part_at(at_ms, &ev);
-                let Event { kind, tokens, mut bytes } = ev;
+                let Event {
+                    kind,
+                    tokens,
+                    mut bytes,
+                } = ev;
                 let second = bytes.split_off(i);
-                self.send_at(first_at, Event { kind, tokens: 0, bytes }, Some(1)).await?;
-                self.send_at(at_ms, Event { kind, tokens, bytes: second }, Some(2)).await
+                self.send_at(
+                    first_at,
+                    Event {
+                        kind,
+                        tokens: 0,
+                        bytes,
+                    },
+                    Some(0),
+                )
+                .await?;
+                self.send_at(
+                    at_ms,
+                    Event {
+                        kind,
+                        tokens,
+                        bytes: second,
+                    },
+                    Some(1),
+                )
+                .await
             }
             None => self.send_at(at_ms, ev, None).await,
         }
@@ -207,7 +257,8 @@ impl Generator {
             }
             None if next_ms - self.last_ms >= 2.0 => {
                 let ping = self.shaper.ping().unwrap();
-                self.send_at((self.last_ms + next_ms) / 2.0, ping, None).await?;
+                self.send_at((self.last_ms + next_ms) / 2.0, ping, None)
+                    .await?;
             }
             None => {}
         }
@@ -239,7 +290,14 @@ pub fn deadline(t0: Instant, at_ms: f64) -> Instant {
 
 /// Sends `total` deterministic bytes (`i * 31 mod 251`) in writes of `chunk` bytes every
 /// `gap_ms`, from `t_start`; for transparency tests of /bytes.
-pub async fn run_bytes(rec: Arc<Record>, tx: BytesSender, total: u64, chunk: u64, gap_ms: f64, t_start: Instant) {
+pub async fn run_bytes(
+    rec: Arc<Record>,
+    tx: BytesSender,
+    total: u64,
+    chunk: u64,
+    gap_ms: f64,
+    t_start: Instant,
+) {
     let mut sent = 0u64;
     let mut n = 0u64;
     while sent < total {
@@ -265,8 +323,15 @@ pub struct BytesSender(mpsc::Sender<Msg>);
 
 /// A body fed by [`run_bytes`].
 pub fn bytes_channel(rec: Arc<Record>) -> (BytesSender, ChanBody) {
-    let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
-    (BytesSender(tx), ChanBody { rx, rec, ended: false })
+    let (tx, rx) = mpsc::channel(BYTES_CHANNEL_CAPACITY);
+    (
+        BytesSender(tx),
+        ChanBody {
+            rx,
+            rec,
+            ended: false,
+        },
+    )
 }
 
 /// The deterministic byte at offset `i` of /bytes.

@@ -43,12 +43,20 @@ impl App {
         let mut mounts: Vec<(String, ServeDir)> = mounts
             .into_iter()
             .map(|(p, d)| {
-                let p = if p.len() > 1 { p.trim_end_matches('/').to_string() } else { p };
+                let p = if p.len() > 1 {
+                    p.trim_end_matches('/').to_string()
+                } else {
+                    p
+                };
                 (p, ServeDir::new(d))
             })
             .collect();
         mounts.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
-        App { store: Arc::new(Store::default()), slots: Arc::new(Semaphore::new(slots)), mounts: Arc::new(mounts) }
+        App {
+            store: Arc::new(Store::default()),
+            slots: Arc::new(Semaphore::new(slots)),
+            mounts: Arc::new(mounts),
+        }
     }
 }
 
@@ -77,7 +85,9 @@ pub fn router(app: App) -> Router {
 }
 
 fn header_str(h: &HeaderMap, name: &str) -> Option<String> {
-    h.get(name).and_then(|v| v.to_str().ok()).map(str::to_string)
+    h.get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
 }
 
 fn hv(s: &str) -> HeaderValue {
@@ -103,7 +113,8 @@ async fn observe(State(app): State<App>, mut req: Request, next: Next) -> Respon
     let params = parse_query(&query);
     let h = req.headers();
     let origin = header_str(h, "origin");
-    let preflight = req.method() == Method::OPTIONS && h.contains_key("access-control-request-method");
+    let preflight =
+        req.method() == Method::OPTIONS && h.contains_key("access-control-request-method");
     let acrh = header_str(h, "access-control-request-headers");
     let acrm = header_str(h, "access-control-request-method");
     // The control endpoints are not logged: tests poll them, and they would drown the log.
@@ -120,7 +131,8 @@ async fn observe(State(app): State<App>, mut req: Request, next: Next) -> Respon
             origin: origin.clone(),
             had_traceparent: traceparent.is_some(),
             traceparent,
-            test_id: header_str(h, "x-test-id").or_else(|| get(&params, "test_id").map(str::to_string)),
+            test_id: header_str(h, "x-test-id")
+                .or_else(|| get(&params, "test_id").map(str::to_string)),
             preflight,
             request_headers: acrh.clone(),
         });
@@ -135,24 +147,40 @@ async fn observe(State(app): State<App>, mut req: Request, next: Next) -> Respon
                 set(rh, "access-control-allow-origin", o);
                 set(rh, "access-control-allow-credentials", "true");
             }
-            set(rh, "access-control-allow-methods", acrm.as_deref().unwrap_or("GET, POST, OPTIONS"));
+            set(
+                rh,
+                "access-control-allow-methods",
+                acrm.as_deref().unwrap_or("GET, POST, OPTIONS"),
+            );
             if let Some(a) = &acrh {
                 set(rh, "access-control-allow-headers", a);
             }
             // Not cached: every cross-origin request that needs a preflight shows one in the log.
             set(rh, "access-control-max-age", "0");
         }
-        set(rh, "vary", "Origin, Access-Control-Request-Method, Access-Control-Request-Headers");
+        set(
+            rh,
+            "vary",
+            "Origin, Access-Control-Request-Method, Access-Control-Request-Headers",
+        );
         return resp;
     }
-    req.extensions_mut().insert(Arrival { id, t0, unix_ms: unix });
+    req.extensions_mut().insert(Arrival {
+        id,
+        t0,
+        unix_ms: unix,
+    });
     let mut resp = next.run(req).await;
     let rh = resp.headers_mut();
     if cors {
         if let Some(o) = &origin {
             set(rh, "access-control-allow-origin", o);
             set(rh, "access-control-allow-credentials", "true");
-            set(rh, "access-control-expose-headers", "server-timing, x-request-id, traceresponse");
+            set(
+                rh,
+                "access-control-expose-headers",
+                "server-timing, x-request-id, traceresponse, x-vercel-ai-ui-message-stream",
+            );
         }
         // Resource Timing (incl. serverTiming, the only way to see it for EventSource) needs TAO.
         set(rh, "timing-allow-origin", "*");
@@ -164,7 +192,14 @@ async fn observe(State(app): State<App>, mut req: Request, next: Next) -> Respon
 }
 
 /// Identity and trace fields of a new ground-truth record.
-fn new_record(app: &App, arr: &Arrival, method: &Method, uri: &Uri, h: &HeaderMap, endpoint: &'static str) -> Arc<Record> {
+fn new_record(
+    app: &App,
+    arr: &Arrival,
+    method: &Method,
+    uri: &Uri,
+    h: &HeaderMap,
+    endpoint: &'static str,
+) -> Arc<Record> {
     let query = uri.query().unwrap_or("").to_string();
     let params = parse_query(&query);
     let mut t = blank(arr.id.clone(), method.as_str(), uri.path(), endpoint);
@@ -205,7 +240,13 @@ impl Drop for CancelGuard {
 }
 
 /// A complete (non-streamed) response, recorded as one `body` write.
-fn full_response(rec: &Record, status: u16, content_type: &str, body: Vec<u8>, extra: &[(&'static str, String)]) -> Response {
+fn full_response(
+    rec: &Record,
+    status: u16,
+    content_type: &str,
+    body: Vec<u8>,
+    extra: &[(&'static str, String)],
+) -> Response {
     rec.update(|t| t.status = status);
     rec.headers_sent();
     rec.wrote(Kind::Body, 0, &body, None);
@@ -224,7 +265,13 @@ fn full_response(rec: &Record, status: u16, content_type: &str, body: Vec<u8>, e
 
 fn bad_request(rec: &Record, msg: &str) -> Response {
     let body = json!({"error": {"message": msg, "type": "invalid_request_error", "param": null, "code": "bad_scenario"}});
-    full_response(rec, 400, "application/json", body.to_string().into_bytes(), &[])
+    full_response(
+        rec,
+        400,
+        "application/json",
+        body.to_string().into_bytes(),
+        &[],
+    )
 }
 
 /// What the request asked for, besides the scenario.
@@ -236,30 +283,56 @@ struct Ask {
 }
 
 /// POST /v1/chat/completions (OpenAI-compatible).
-async fn chat(State(app): State<App>, Extension(arr): Extension<Arrival>, method: Method, uri: Uri, h: HeaderMap, body: Bytes) -> Response {
+async fn chat(
+    State(app): State<App>,
+    Extension(arr): Extension<Arrival>,
+    method: Method,
+    uri: Uri,
+    h: HeaderMap,
+    body: Bytes,
+) -> Response {
     let rec = new_record(&app, &arr, &method, &uri, &h, "chat");
     let req: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(e) => return bad_request(&rec, &format!("request body is not JSON: {e}")),
     };
     let params = parse_query(uri.query().unwrap_or(""));
-    let model = get(&params, "model").or(req["model"].as_str()).unwrap_or("default").to_string();
+    let model = get(&params, "model")
+        .or(req["model"].as_str())
+        .unwrap_or("default")
+        .to_string();
     // A rough prompt size for usage: ~4 bytes per token, like OpenAI's rule of thumb.
     let prompt_chars: usize = req["messages"]
         .as_array()
-        .map(|m| m.iter().map(|x| x["content"].as_str().map_or_else(|| x["content"].to_string().len(), str::len)).sum())
+        .map(|m| {
+            m.iter()
+                .map(|x| {
+                    x["content"]
+                        .as_str()
+                        .map_or_else(|| x["content"].to_string().len(), str::len)
+                })
+                .sum()
+        })
         .unwrap_or(0);
     let ask = Ask {
         model,
         stream: req["stream"].as_bool().unwrap_or(false),
-        include_usage: req["stream_options"]["include_usage"].as_bool().unwrap_or(false),
+        include_usage: req["stream_options"]["include_usage"]
+            .as_bool()
+            .unwrap_or(false),
         prompt_tokens: (prompt_chars as u64).div_ceil(4).max(1),
     };
     generation(app, arr, rec, &params, ask).await
 }
 
 /// GET /v1/stream (EventSource): everything from the query.
-async fn stream_get(State(app): State<App>, Extension(arr): Extension<Arrival>, method: Method, uri: Uri, h: HeaderMap) -> Response {
+async fn stream_get(
+    State(app): State<App>,
+    Extension(arr): Extension<Arrival>,
+    method: Method,
+    uri: Uri,
+    h: HeaderMap,
+) -> Response {
     let rec = new_record(&app, &arr, &method, &uri, &h, "stream");
     let params = parse_query(uri.query().unwrap_or(""));
     let ask = Ask {
@@ -272,7 +345,13 @@ async fn stream_get(State(app): State<App>, Extension(arr): Extension<Arrival>, 
 }
 
 /// The common path of both LLM endpoints: scenario, error status, queue, headers, generator.
-async fn generation(app: App, arr: Arrival, rec: Arc<Record>, params: &[(String, String)], ask: Ask) -> Response {
+async fn generation(
+    app: App,
+    arr: Arrival,
+    rec: Arc<Record>,
+    params: &[(String, String)],
+    ask: Ask,
+) -> Response {
     let mut sc = match Scenario::from_model(&ask.model) {
         Ok(s) => s,
         Err(e) => return bad_request(&rec, &e),
@@ -291,16 +370,34 @@ async fn generation(app: App, arr: Arrival, rec: Arc<Record>, params: &[(String,
         if status == 429 || status == 503 {
             extra.push(("retry-after", "1".to_string()));
         }
-        return full_response(&rec, status, "application/json", error_body(sc.format, status), &extra);
+        return full_response(
+            &rec,
+            status,
+            "application/json",
+            error_body(sc.format, status),
+            &extra,
+        );
     }
 
     let guard = CancelGuard(Some(rec.clone()));
-    let permit = app.slots.clone().acquire_owned().await.expect("the semaphore is never closed");
+    let permit = app
+        .slots
+        .clone()
+        .acquire_owned()
+        .await
+        .expect("the semaphore is never closed");
     let t_gen = Instant::now();
     let queue_ms = round_us((t_gen - arr.t0).as_secs_f64() * 1000.0);
     rec.update(|t| t.queue_ms = Some(queue_ms));
     let include_usage = sc.include_usage(ask.include_usage);
-    let shaper = Shaper::new(sc.format, &rec.id, &model_name, include_usage, sc.ids, ask.prompt_tokens);
+    let shaper = Shaper::new(
+        sc.format,
+        &rec.id,
+        &model_name,
+        include_usage,
+        sc.ids,
+        ask.prompt_tokens,
+    );
     let (trace_id, span_id) = {
         let s = rec.snapshot();
         (s.trace_id, s.span_id)
@@ -334,7 +431,10 @@ async fn generation(app: App, arr: Arrival, rec: Arc<Record>, params: &[(String,
     if sc.headers_late {
         // Headers wait for the first content, like servers that buffer through prefill.
         crate::timer::sleep_until(at(first_write_ms(&sc))).await;
-        st.push(format!("prefill;dur={}", round_us((Instant::now() - t_gen).as_secs_f64() * 1000.0)));
+        st.push(format!(
+            "prefill;dur={}",
+            round_us((Instant::now() - t_gen).as_secs_f64() * 1000.0)
+        ));
     }
     st.push(format!("trace;desc=00-{trace_id}-{span_id}-01"));
 
@@ -384,17 +484,36 @@ fn ms_param(params: &[(String, String)], key: &str) -> Result<f64, String> {
 }
 
 /// GET /bytes?size=N&chunk=M&gap_ms=G: deterministic octets, M per write, a write every G ms.
-async fn bytes(State(app): State<App>, Extension(arr): Extension<Arrival>, method: Method, uri: Uri, h: HeaderMap) -> Response {
+async fn bytes(
+    State(app): State<App>,
+    Extension(arr): Extension<Arrival>,
+    method: Method,
+    uri: Uri,
+    h: HeaderMap,
+) -> Response {
     let rec = new_record(&app, &arr, &method, &uri, &h, "bytes");
     let params = parse_query(uri.query().unwrap_or(""));
-    let parsed = (|| Ok::<_, String>((num(&params, "size", 1024, MAX_BYTES)?, num(&params, "chunk", 256, MAX_BYTES)?.max(1), ms_param(&params, "gap_ms")?)))();
+    let parsed = (|| {
+        Ok::<_, String>((
+            num(&params, "size", 1024, MAX_BYTES)?,
+            num(&params, "chunk", 256, MAX_BYTES)?.max(1),
+            ms_param(&params, "gap_ms")?,
+        ))
+    })();
     let (size, chunk, gap_ms) = match parsed {
         Ok(p) => p,
         Err(e) => return bad_request(&rec, &e),
     };
     rec.update(|t| t.stream = true);
     let (tx, body) = generate::bytes_channel(rec.clone());
-    tokio::spawn(generate::run_bytes(rec.clone(), tx, size, chunk, gap_ms, Instant::now()));
+    tokio::spawn(generate::run_bytes(
+        rec.clone(),
+        tx,
+        size,
+        chunk,
+        gap_ms,
+        Instant::now(),
+    ));
     let mut resp = Response::new(Body::new(body));
     let h = resp.headers_mut();
     set(h, "content-type", "application/octet-stream");
@@ -405,10 +524,22 @@ async fn bytes(State(app): State<App>, Extension(arr): Extension<Arrival>, metho
 }
 
 /// /plain?status=NNN&type=json|text|html&body=TEXT&size=N&delay_ms=D: a non-streamed response.
-async fn plain(State(app): State<App>, Extension(arr): Extension<Arrival>, method: Method, uri: Uri, h: HeaderMap) -> Response {
+async fn plain(
+    State(app): State<App>,
+    Extension(arr): Extension<Arrival>,
+    method: Method,
+    uri: Uri,
+    h: HeaderMap,
+) -> Response {
     let rec = new_record(&app, &arr, &method, &uri, &h, "plain");
     let params = parse_query(uri.query().unwrap_or(""));
-    let parsed = (|| Ok::<_, String>((num(&params, "status", 200, 599)?, num(&params, "size", 0, MAX_PLAIN)?, ms_param(&params, "delay_ms")?)))();
+    let parsed = (|| {
+        Ok::<_, String>((
+            num(&params, "status", 200, 599)?,
+            num(&params, "size", 0, MAX_PLAIN)?,
+            ms_param(&params, "delay_ms")?,
+        ))
+    })();
     let (status, size, delay_ms) = match parsed {
         Ok(p) if p.0 >= 200 => p,
         Ok(_) => return bad_request(&rec, "status must be 200..=599"),
@@ -426,7 +557,13 @@ async fn plain(State(app): State<App>, Extension(arr): Extension<Arrival>, metho
 }
 
 /// GET /redirect?to=/path&status=302.
-async fn redirect(State(app): State<App>, Extension(arr): Extension<Arrival>, method: Method, uri: Uri, h: HeaderMap) -> Response {
+async fn redirect(
+    State(app): State<App>,
+    Extension(arr): Extension<Arrival>,
+    method: Method,
+    uri: Uri,
+    h: HeaderMap,
+) -> Response {
     let rec = new_record(&app, &arr, &method, &uri, &h, "redirect");
     let params = parse_query(uri.query().unwrap_or(""));
     let to = get(&params, "to").unwrap_or("/plain");
@@ -438,7 +575,13 @@ async fn redirect(State(app): State<App>, Extension(arr): Extension<Arrival>, me
         s @ ("301" | "302" | "303" | "307" | "308") => s.parse().unwrap(),
         s => return bad_request(&rec, &format!("status {s} is not a redirect")),
     };
-    full_response(&rec, status, "text/plain; charset=utf-8", format!("redirecting to {to}").into_bytes(), &[("location", to.to_string())])
+    full_response(
+        &rec,
+        status,
+        "text/plain; charset=utf-8",
+        format!("redirecting to {to}").into_bytes(),
+        &[("location", to.to_string())],
+    )
 }
 
 fn json_response(status: StatusCode, v: Value) -> Response {
@@ -454,22 +597,39 @@ async fn truth(State(app): State<App>, uri: Uri) -> Response {
     let params = parse_query(uri.query().unwrap_or(""));
     let (id, test_id) = (get(&params, "id"), get(&params, "test_id"));
     if id.is_none() && test_id.is_none() {
-        return json_response(StatusCode::BAD_REQUEST, json!({"error": "give id= or test_id="}));
+        return json_response(
+            StatusCode::BAD_REQUEST,
+            json!({"error": "give id= or test_id="}),
+        );
     }
-    let wait = get(&params, "wait_ms").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    let wait = get(&params, "wait_ms")
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0);
     let found = if wait > 0 {
-        app.store.wait_for(id, test_id, Duration::from_millis(wait)).await
+        app.store
+            .wait_for(id, test_id, Duration::from_millis(wait))
+            .await
     } else {
         app.store.find(id, test_id)
     };
     if found.is_empty() {
-        return json_response(StatusCode::NOT_FOUND, json!({"error": "unknown request", "id": id, "test_id": test_id}));
+        return json_response(
+            StatusCode::NOT_FOUND,
+            json!({"error": "unknown request", "id": id, "test_id": test_id}),
+        );
     }
     if matches!(get(&params, "all"), Some("1" | "true")) {
-        let all: Vec<Value> = found.iter().rev().map(|r| serde_json::to_value(r.snapshot()).unwrap()).collect();
+        let all: Vec<Value> = found
+            .iter()
+            .rev()
+            .map(|r| serde_json::to_value(r.snapshot()).unwrap())
+            .collect();
         return json_response(StatusCode::OK, Value::Array(all));
     }
-    json_response(StatusCode::OK, serde_json::to_value(found[0].snapshot()).unwrap())
+    json_response(
+        StatusCode::OK,
+        serde_json::to_value(found[0].snapshot()).unwrap(),
+    )
 }
 
 /// GET /__log[?test_id=X]: every request seen (except /__*), in arrival order.
@@ -496,18 +656,30 @@ async fn reset(State(app): State<App>) -> Response {
 async fn static_files(State(app): State<App>, req: Request) -> Response {
     let path = req.uri().path().to_string();
     let query = req.uri().query().map(str::to_string);
-    let mount = app.mounts.iter().find(|(p, _)| p == "/" || path == *p || path.starts_with(&format!("{p}/")));
+    let mount = app
+        .mounts
+        .iter()
+        .find(|(p, _)| p == "/" || path == *p || path.starts_with(&format!("{p}/")));
     let Some((prefix, dir)) = mount else {
         return (StatusCode::NOT_FOUND, "not found\n").into_response();
     };
     if prefix != "/" && path == *prefix {
-        let loc = format!("{prefix}/{}", query.as_ref().map(|q| format!("?{q}")).unwrap_or_default());
+        let loc = format!(
+            "{prefix}/{}",
+            query.as_ref().map(|q| format!("?{q}")).unwrap_or_default()
+        );
         let mut r = StatusCode::PERMANENT_REDIRECT.into_response();
         set(r.headers_mut(), "location", &loc);
         return r;
     }
-    let rest = if prefix == "/" { path.as_str() } else { &path[prefix.len()..] };
-    let coi = query.as_deref().is_some_and(|q| matches!(get(&parse_query(q), "coi"), Some("1" | "true")));
+    let rest = if prefix == "/" {
+        path.as_str()
+    } else {
+        &path[prefix.len()..]
+    };
+    let coi = query
+        .as_deref()
+        .is_some_and(|q| matches!(get(&parse_query(q), "coi"), Some("1" | "true")));
     let (mut parts, body) = req.into_parts();
     let pq = match &query {
         Some(q) => format!("{rest}?{q}"),
@@ -520,7 +692,9 @@ async fn static_files(State(app): State<App>, req: Request) -> Response {
     let mut svc = dir.clone();
     let mut resp = match svc.try_call(Request::from_parts(parts, body)).await {
         Ok(r) => r.map(Body::new),
-        Err(e) => return (StatusCode::INTERNAL_SERVER_ERROR, format!("static: {e}\n")).into_response(),
+        Err(e) => {
+            return (StatusCode::INTERNAL_SERVER_ERROR, format!("static: {e}\n")).into_response()
+        }
     };
     let h = resp.headers_mut();
     set(h, "cache-control", "no-store");
@@ -531,7 +705,10 @@ async fn static_files(State(app): State<App>, req: Request) -> Response {
         "js" | "mjs" => set(h, "content-type", "text/javascript; charset=utf-8"),
         _ => {}
     }
-    let is_html = h.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|c| c.starts_with("text/html"));
+    let is_html = h
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|c| c.starts_with("text/html"));
     if coi && is_html {
         set(h, "cross-origin-opener-policy", "same-origin");
         set(h, "cross-origin-embedder-policy", "require-corp");

@@ -21,7 +21,11 @@ use axum::serve::ListenerExt;
 /// Serves `router` on `listener` until `stop` turns true. Accepted sockets get TCP_NODELAY:
 /// Nagle's algorithm would hold back small token writes while an ACK is outstanding and merge
 /// them, which would falsify inter-token timing.
-pub async fn serve(listener: tokio::net::TcpListener, router: axum::Router, mut stop: tokio::sync::watch::Receiver<bool>) {
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
     });

@@ -14,7 +14,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-const USAGE: &str = "usage: llm-rum-demo [--listen 127.0.0.1:PORT]... [--static PREFIX=DIR]... [--slots N]";
+const USAGE: &str =
+    "usage: llm-rum-demo [--listen 127.0.0.1:PORT]... [--static PREFIX=DIR]... [--slots N]";
 
 struct Config {
     listen: Vec<String>,
@@ -23,7 +24,11 @@ struct Config {
 }
 
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Config, String> {
-    let mut cfg = Config { listen: Vec::new(), mounts: Vec::new(), slots: 4 };
+    let mut cfg = Config {
+        listen: Vec::new(),
+        mounts: Vec::new(),
+        slots: 4,
+    };
     let mut args = args.peekable();
     while let Some(a) = args.next() {
         // Accept both `--flag value` and `--flag=value`.
@@ -31,12 +36,19 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Config, String> {
             Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
             _ => (a.clone(), None),
         };
-        let mut value = || inline.clone().or_else(|| args.next()).ok_or(format!("{flag} needs a value"));
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| args.next())
+                .ok_or(format!("{flag} needs a value"))
+        };
         match flag.as_str() {
             "--listen" => cfg.listen.push(value()?),
             "--static" => {
                 let v = value()?;
-                let (prefix, dir) = v.split_once('=').ok_or(format!("--static wants PREFIX=DIR, got {v:?}"))?;
+                let (prefix, dir) = v
+                    .split_once('=')
+                    .ok_or(format!("--static wants PREFIX=DIR, got {v:?}"))?;
                 if !prefix.starts_with('/') {
                     return Err(format!("--static prefix must start with /: {prefix:?}"));
                 }
@@ -47,7 +59,11 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Config, String> {
             }
             "--slots" => {
                 let v = value()?;
-                cfg.slots = v.parse().ok().filter(|n| *n >= 1).ok_or(format!("--slots wants a positive integer, got {v:?}"))?;
+                cfg.slots = v
+                    .parse()
+                    .ok()
+                    .filter(|n| *n >= 1)
+                    .ok_or(format!("--slots wants a positive integer, got {v:?}"))?;
             }
             "-h" | "--help" => return Err(USAGE.to_string()),
             _ => return Err(format!("unknown argument {a:?}\n{USAGE}")),
@@ -88,7 +104,11 @@ fn main() {
     };
     // Two worker threads: the machine has two cores, and timer precision matters more than
     // throughput here.
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
     let code = rt.block_on(run(cfg));
     // Do not wait for streams still running after the grace period.
     rt.shutdown_timeout(Duration::from_millis(100));
@@ -109,10 +129,17 @@ async fn run(cfg: Config) -> i32 {
                 return 1;
             }
         };
-        let local = listener.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| addr.clone());
+        let local = listener
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_else(|_| addr.clone());
         println!("listening on http://{local}");
         let _ = std::io::stdout().flush();
-        servers.push(tokio::spawn(llm_rum_demo::serve(listener, router.clone(), stop_rx.clone())));
+        servers.push(tokio::spawn(llm_rum_demo::serve(
+            listener,
+            router.clone(),
+            stop_rx.clone(),
+        )));
     }
     shutdown_signal().await;
     eprintln!("llm-rum-demo: shutting down");
@@ -138,7 +165,17 @@ mod tests {
         let c = p(&[]).unwrap();
         assert_eq!(c.listen, vec!["127.0.0.1:8080"]);
         assert_eq!(c.slots, 4);
-        let c = p(&["--listen", "127.0.0.1:0", "--listen=127.0.0.1:0", "--static", "/=/tmp", "--static=/dist=/tmp", "--slots", "2"]).unwrap();
+        let c = p(&[
+            "--listen",
+            "127.0.0.1:0",
+            "--listen=127.0.0.1:0",
+            "--static",
+            "/=/tmp",
+            "--static=/dist=/tmp",
+            "--slots",
+            "2",
+        ])
+        .unwrap();
         assert_eq!(c.listen.len(), 2);
         assert_eq!(c.mounts[0].0, "/");
         assert_eq!(c.mounts[1], ("/dist".to_string(), PathBuf::from("/tmp")));

@@ -101,7 +101,9 @@ impl Scenario {
                 (s.prefill_ms, s.gap_ms, s.tokens) = (200.0, 20.0, 80);
                 s.stalls = vec![(30, 1000.0)];
             }
-            "jitter" => (s.prefill_ms, s.gap_ms, s.jitter_ms, s.seed, s.tokens) = (200.0, 30.0, 20.0, 7, 80),
+            "jitter" => {
+                (s.prefill_ms, s.gap_ms, s.jitter_ms, s.seed, s.tokens) = (200.0, 30.0, 20.0, 7, 80)
+            }
             "burst" => (s.prefill_ms, s.gap_ms, s.per_chunk, s.tokens) = (200.0, 12.5, 8, 96),
             _ => return s,
         }
@@ -156,7 +158,9 @@ impl Scenario {
                     self.status = (n != 200).then_some(n as u16);
                 }
                 "fail_at" => self.fail_at = Some(int(k, v, MAX_TOKENS)?),
-                "format" => self.format = Format::parse(v).ok_or_else(|| format!("unknown format {v:?}"))?,
+                "format" => {
+                    self.format = Format::parse(v).ok_or_else(|| format!("unknown format {v:?}"))?
+                }
                 "split" => self.split = flag(k, v)?,
                 "split_ms" => self.split_ms = ms(k, v)?,
                 "pings" => self.pings = flag(k, v)?,
@@ -188,7 +192,11 @@ impl Scenario {
             }
             // stall_ms values pair with stall_at in order; the last one repeats.
             let last = *stall_ms.last().unwrap();
-            self.stalls = stall_at.iter().enumerate().map(|(i, &k)| (k, *stall_ms.get(i).unwrap_or(&last))).collect();
+            self.stalls = stall_at
+                .iter()
+                .enumerate()
+                .map(|(i, &k)| (k, *stall_ms.get(i).unwrap_or(&last)))
+                .collect();
             self.stalls.sort_by_key(|s| s.0);
         }
         Ok(())
@@ -201,12 +209,22 @@ impl Scenario {
 
     /// The content schedule, lazily (answers may be long).
     pub fn schedule(&self) -> Schedule<'_> {
-        Schedule { sc: self, next_token: 0, rng: SplitMix64(self.seed), prev_ms: 0.0, stall_idx: 0, stall_sum: 0.0 }
+        Schedule {
+            sc: self,
+            next_token: 0,
+            rng: SplitMix64(self.seed),
+            prev_ms: 0.0,
+            stall_idx: 0,
+            stall_sum: 0.0,
+        }
     }
 
     /// When the last content token is due, in ms from generation start (0 tokens: prefill).
     pub fn total_ms(&self) -> f64 {
-        self.schedule().last().map(|c| c.at_ms).unwrap_or(self.prefill_ms)
+        self.schedule()
+            .last()
+            .map(|c| c.at_ms)
+            .unwrap_or(self.prefill_ms)
     }
 
     pub fn to_json(&self) -> serde_json::Value {
@@ -273,7 +291,11 @@ impl Iterator for Schedule<'_> {
             at = self.token_ms(i);
         }
         self.next_token += count;
-        Some(Chunk { first, count, at_ms: at })
+        Some(Chunk {
+            first,
+            count,
+            at_ms: at,
+        })
     }
 }
 
@@ -308,7 +330,10 @@ pub fn parse_query(q: &str) -> Vec<(String, String)> {
 
 /// First value of `key` in parsed query pairs.
 pub fn get<'a>(params: &'a [(String, String)], key: &str) -> Option<&'a str> {
-    params.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    params
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
 }
 
 pub fn percent_decode(s: &str) -> String {
@@ -319,7 +344,9 @@ pub fn percent_decode(s: &str) -> String {
         match b[i] {
             b'+' => out.push(b' '),
             b'%' if i + 2 < b.len() => {
-                let hex = std::str::from_utf8(&b[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
+                let hex = std::str::from_utf8(&b[i + 1..i + 3])
+                    .ok()
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
                 match hex {
                     Some(v) => {
                         out.push(v);
@@ -336,7 +363,10 @@ pub fn percent_decode(s: &str) -> String {
 }
 
 fn ms(k: &str, v: &str) -> Result<f64, String> {
-    let x: f64 = v.trim().parse().map_err(|_| format!("{k}: not a number: {v:?}"))?;
+    let x: f64 = v
+        .trim()
+        .parse()
+        .map_err(|_| format!("{k}: not a number: {v:?}"))?;
     if !(0.0..=MAX_MS).contains(&x) {
         return Err(format!("{k}: {x} is outside 0..={MAX_MS}"));
     }
@@ -344,7 +374,10 @@ fn ms(k: &str, v: &str) -> Result<f64, String> {
 }
 
 fn int(k: &str, v: &str, max: u64) -> Result<u64, String> {
-    let x: u64 = v.trim().parse().map_err(|_| format!("{k}: not a non-negative integer: {v:?}"))?;
+    let x: u64 = v
+        .trim()
+        .parse()
+        .map_err(|_| format!("{k}: not a non-negative integer: {v:?}"))?;
     if x > max {
         return Err(format!("{k}: {x} is above {max}"));
     }
@@ -381,7 +414,10 @@ mod tests {
 
     #[test]
     fn overrides_and_precedence() {
-        let s = sc("fast?gap_ms=7&tokens=3", "tokens=5&headers=late&format=anthropic&usage=0&split=1&fail_at=2");
+        let s = sc(
+            "fast?gap_ms=7&tokens=3",
+            "tokens=5&headers=late&format=anthropic&usage=0&split=1&fail_at=2",
+        );
         assert_eq!(s.preset, "fast");
         assert_eq!((s.prefill_ms, s.gap_ms, s.tokens), (20.0, 7.0, 5));
         assert!(s.headers_late && s.split);
@@ -405,7 +441,15 @@ mod tests {
     #[test]
     fn bad_values_are_errors() {
         let mut s = Scenario::preset("default");
-        for q in ["gap_ms=abc", "tokens=-1", "headers=middle", "format=xml", "prefill_ms=1e9", "status=42", "split=maybe"] {
+        for q in [
+            "gap_ms=abc",
+            "tokens=-1",
+            "headers=middle",
+            "format=xml",
+            "prefill_ms=1e9",
+            "status=42",
+            "split=maybe",
+        ] {
             assert!(s.apply(&parse_query(q)).is_err(), "{q}");
         }
         assert!(s.apply(&parse_query("unknown=1&test_id=x")).is_ok());
@@ -415,14 +459,29 @@ mod tests {
 
     #[test]
     fn schedule_is_absolute_and_groups_chunks() {
-        let s = sc("default", "prefill_ms=100&gap_ms=10&tokens=7&per_chunk=3&stall_at=4&stall_ms=50");
+        let s = sc(
+            "default",
+            "prefill_ms=100&gap_ms=10&tokens=7&per_chunk=3&stall_at=4&stall_ms=50",
+        );
         let c: Vec<Chunk> = s.schedule().collect();
         assert_eq!(
             c,
             vec![
-                Chunk { first: 0, count: 3, at_ms: 120.0 },
-                Chunk { first: 3, count: 3, at_ms: 200.0 },
-                Chunk { first: 6, count: 1, at_ms: 210.0 },
+                Chunk {
+                    first: 0,
+                    count: 3,
+                    at_ms: 120.0
+                },
+                Chunk {
+                    first: 3,
+                    count: 3,
+                    at_ms: 200.0
+                },
+                Chunk {
+                    first: 6,
+                    count: 1,
+                    at_ms: 210.0
+                },
             ]
         );
         assert_eq!(s.total_ms(), 210.0);
@@ -431,14 +490,35 @@ mod tests {
 
     #[test]
     fn jitter_is_seeded_bounded_and_ordered() {
-        let a: Vec<f64> = sc("default", "prefill_ms=50&gap_ms=10&jitter_ms=4&seed=9&tokens=200").schedule().map(|c| c.at_ms).collect();
-        let b: Vec<f64> = sc("default", "prefill_ms=50&gap_ms=10&jitter_ms=4&seed=9&tokens=200").schedule().map(|c| c.at_ms).collect();
-        let c: Vec<f64> = sc("default", "prefill_ms=50&gap_ms=10&jitter_ms=4&seed=10&tokens=200").schedule().map(|c| c.at_ms).collect();
+        let a: Vec<f64> = sc(
+            "default",
+            "prefill_ms=50&gap_ms=10&jitter_ms=4&seed=9&tokens=200",
+        )
+        .schedule()
+        .map(|c| c.at_ms)
+        .collect();
+        let b: Vec<f64> = sc(
+            "default",
+            "prefill_ms=50&gap_ms=10&jitter_ms=4&seed=9&tokens=200",
+        )
+        .schedule()
+        .map(|c| c.at_ms)
+        .collect();
+        let c: Vec<f64> = sc(
+            "default",
+            "prefill_ms=50&gap_ms=10&jitter_ms=4&seed=10&tokens=200",
+        )
+        .schedule()
+        .map(|c| c.at_ms)
+        .collect();
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_eq!(a[0], 50.0);
         for (i, t) in a.iter().enumerate() {
-            assert!((t - (50.0 + 10.0 * i as f64)).abs() <= 4.0 + 1e-9, "token {i} at {t}");
+            assert!(
+                (t - (50.0 + 10.0 * i as f64)).abs() <= 4.0 + 1e-9,
+                "token {i} at {t}"
+            );
         }
         assert!(a.windows(2).all(|w| w[0] <= w[1]));
         // No drift: the last token is still near its nominal time.

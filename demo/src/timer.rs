@@ -49,8 +49,14 @@ struct Timer {
 fn timer() -> &'static Timer {
     static T: OnceLock<&'static Timer> = OnceLock::new();
     T.get_or_init(|| {
-        let t: &'static Timer = Box::leak(Box::new(Timer { heap: Mutex::new((BinaryHeap::new(), 0)), cv: Condvar::new() }));
-        std::thread::Builder::new().name("llm-rum-demo-timer".into()).spawn(move || run(t)).expect("timer thread");
+        let t: &'static Timer = Box::leak(Box::new(Timer {
+            heap: Mutex::new((BinaryHeap::new(), 0)),
+            cv: Condvar::new(),
+        }));
+        std::thread::Builder::new()
+            .name("llm-rum-demo-timer".into())
+            .spawn(move || run(t))
+            .expect("timer thread");
         t
     })
 }
@@ -118,12 +124,21 @@ mod tests {
         // be a few ms late: judge the median, and only bound the worst loosely.
         lateness.sort();
         let (median, worst) = (lateness[lateness.len() / 2], lateness[lateness.len() - 1]);
-        assert!(median < Duration::from_millis(1), "median lateness {median:?} in {lateness:?}");
-        assert!(worst < Duration::from_millis(25), "worst lateness {worst:?} in {lateness:?}");
+        assert!(
+            median < Duration::from_millis(1),
+            "median lateness {median:?} in {lateness:?}"
+        );
+        assert!(
+            worst < Duration::from_millis(25),
+            "worst lateness {worst:?} in {lateness:?}"
+        );
         // Past deadlines complete at once.
         sleep_until(t0).await;
         // Concurrent sleepers registered out of order all wake.
-        let hs: Vec<_> = [30u64, 10, 20].iter().map(|&ms| tokio::spawn(sleep_until(Instant::now() + Duration::from_millis(ms)))).collect();
+        let hs: Vec<_> = [30u64, 10, 20]
+            .iter()
+            .map(|&ms| tokio::spawn(sleep_until(Instant::now() + Duration::from_millis(ms))))
+            .collect();
         for h in hs {
             h.await.unwrap();
         }

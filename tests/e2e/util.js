@@ -31,10 +31,21 @@ export function percentile(values, q) {
   return s[rank - 1];
 }
 
-/** Gaps between consecutive content writes the server recorded. */
+/**
+ * The server's content writes that complete an event (`tokens > 0`; with split=1 the first
+ * half of an event carries none), each with `epoch`: its send time on the wall clock.
+ */
 export function contentWrites(t) {
-  return t.writes.filter((w) => w.kind === 'content');
+  return t.writes.filter((w) => w.kind === 'content' && w.tokens > 0).map((w) => ({ ...w, epoch: t.received_unix_ms + w.t_ms }));
 }
+
+/**
+ * Client-minus-server time of an event, both on the machine's wall clock: the record's
+ * `startEpochMs + offset` (the page's performance.timeOrigin timeline) against the server's
+ * `received_unix_ms + t_ms`. Comparing offsets from the server's receive instead would charge
+ * the browser's request-sending path (3–5 ms of IPC on this machine) to the SDK.
+ */
+export const lag = (rec, offset, write) => rec.startEpochMs + offset - write.epoch;
 export function gaps(times) {
   const g = [];
   for (let i = 1; i < times.length; i++) g.push(times[i] - times[i - 1]);

@@ -33,7 +33,7 @@ export async function readAll(res) {
     out.set(p, o);
     o += p.length;
   }
-  return { bytes: out, times };
+  return { bytes: out, times, parts };
 }
 
 /** Answer characters of an OpenAI chat SSE body, parsed the way an app would. */
