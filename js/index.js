@@ -202,7 +202,9 @@ export async function init(options) {
   }
 
   return {
-    fetch: state.core ? rumFetch : nativeFetch,
+    // Bound: `rum.fetch(...)` calls it as a method, and native fetch throws "Illegal
+    // invocation" unless `this` is the global (or undefined).
+    fetch: state.core ? rumFetch : typeof nativeFetch === 'function' ? nativeFetch.bind(g) : nativeFetch,
     EventSource: nativeEventSource,
     observe() {
       return () => {};
