@@ -21,6 +21,9 @@ export default defineConfig({
   fullyParallel: false,
   retries: 0,
   timeout: 60_000,
+  // Its own output folder: Playwright empties outputDir at start, and scripts/test.sh keeps
+  // the other layers' logs in test-results/.
+  outputDir: 'test-results/playwright',
   reporter: [['list'], ['json', { outputFile: 'test-results/e2e.json' }]],
   globalSetup: './tests/e2e/global-setup.js',
   use: {

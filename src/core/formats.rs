@@ -92,8 +92,37 @@ impl Tally {
     }
 }
 
-fn detect(root: Json<'_>, ty: &str) -> Option<Format> {
-    if root.get("choices").is_some() || root.get("object").is_some_and(|o| o.str_eq("chat.completion.chunk")) {
+/// The root members every rule looks at, read in one pass over the event's object.
+#[derive(Clone, Copy)]
+struct Root<'a> {
+    choices: Option<Json<'a>>,
+    object: Option<Json<'a>>,
+    error: Option<Json<'a>>,
+    usage: Option<Json<'a>>,
+    delta: Option<Json<'a>>,
+    text_delta: Option<Json<'a>>,
+    response: Option<Json<'a>>,
+}
+
+const ROOT_KEYS: [&str; 8] = ["type", "choices", "object", "error", "usage", "delta", "textDelta", "response"];
+
+impl<'a> Root<'a> {
+    fn from(f: [Option<Json<'a>>; 8]) -> (Root<'a>, Option<&'a str>) {
+        let [ty, choices, object, error, usage, delta, text_delta, response] = f;
+        (Root { choices, object, error, usage, delta, text_delta, response }, ty.and_then(Json::str_raw))
+    }
+    /// (members, the JSON `type`) of an already parsed value.
+    fn read(root: Json<'a>) -> (Root<'a>, Option<&'a str>) {
+        Root::from(root.fields(ROOT_KEYS))
+    }
+    /// Parses and reads an event's data in one pass; `None` when it is not a JSON object.
+    fn parse(data: &'a str) -> Option<(Root<'a>, Option<&'a str>)> {
+        jsonscan::parse_fields(data, ROOT_KEYS).map(Root::from)
+    }
+}
+
+fn detect(r: &Root<'_>, ty: &str) -> Option<Format> {
+    if r.choices.is_some() || r.object.is_some_and(|o| o.str_eq("chat.completion.chunk")) {
         return Some(Format::OpenAiChat);
     }
     if ty.starts_with("response.") {
@@ -113,22 +142,24 @@ fn detect(root: Json<'_>, ty: &str) -> Option<Format> {
     }
 }
 
-fn is_error(root: Json<'_>, ty: &str) -> bool {
-    ty == "error" || root.get("error").is_some_and(|e| !e.is_null())
+fn is_error(r: &Root<'_>, ty: &str) -> bool {
+    ty == "error" || r.error.is_some_and(|e| !e.is_null())
 }
 
 /// `choices[*]` by the Chat Completions rules; also used for OpenAI-shaped NDJSON.
-fn openai_chat(root: Json<'_>, t: &mut Tally, c: &mut Content) {
-    for choice in root.get("choices").into_iter().flat_map(Json::items) {
-        if let Some(d) = choice.get("delta").or_else(|| choice.get("message")) {
-            t.text += chars(d.get("content"));
-            t.reasoning += chars(d.get("reasoning_content")) + chars(d.get("reasoning"));
+fn openai_chat(r: &Root<'_>, t: &mut Tally, c: &mut Content) {
+    for choice in r.choices.into_iter().flat_map(Json::items) {
+        let [delta, message, finish] = choice.fields(["delta", "message", "finish_reason"]);
+        if let Some(d) = delta.or(message) {
+            let [content, reasoning_content, reasoning] = d.fields(["content", "reasoning_content", "reasoning"]);
+            t.text += chars(content);
+            t.reasoning += chars(reasoning_content) + chars(reasoning);
         }
-        if choice.get("finish_reason").is_some_and(|f| f.str_raw().is_some()) {
+        if finish.is_some_and(|f| f.str_raw().is_some()) {
             c.done = true;
         }
     }
-    if let Some(n) = root.path(&["usage", "completion_tokens"]).and_then(Json::as_u32) {
+    if let Some(n) = r.usage.and_then(|u| u.get("completion_tokens")).and_then(Json::as_u32) {
         c.usage_output_tokens = Some(n);
     }
 }
@@ -146,48 +177,45 @@ impl Classifier {
             return c;
         }
         let mut t = Tally::default();
-        match jsonscan::parse(data) {
-            // Non-JSON data is answer text only when nothing better is known.
+        // Events are JSON objects in every typed format; anything else (text, arrays, broken
+        // JSON) is answer text only while nothing better is known.
+        match Root::parse(data) {
             None => {
                 if self.format == Format::Unknown {
                     t.text = count_chars(data);
                 }
             }
-            Some(root) => {
+            Some((r, json_ty)) => {
                 // The JSON `type` names the event in every typed format; the SSE `event`
                 // field is the fallback (EventSource users may only have that).
-                let ty = root.get("type").and_then(Json::str_raw).unwrap_or(if event_type == "message" {
-                    ""
-                } else {
-                    event_type
-                });
+                let ty = json_ty.unwrap_or(if event_type == "message" { "" } else { event_type });
                 if self.format == Format::Unknown {
-                    if let Some(f) = detect(root, ty) {
+                    if let Some(f) = detect(&r, ty) {
                         self.format = f;
                     }
                 }
-                if is_error(root, ty) {
+                if is_error(&r, ty) {
                     c.error_event = true;
                     return c;
                 }
                 match self.format {
-                    Format::OpenAiChat => openai_chat(root, &mut t, &mut c),
+                    Format::OpenAiChat => openai_chat(&r, &mut t, &mut c),
                     Format::OpenAiResponses => match ty {
-                        "response.output_text.delta" | "response.refusal.delta" => t.text = chars(root.get("delta")),
+                        "response.output_text.delta" | "response.refusal.delta" => t.text = chars(r.delta),
                         "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => {
-                            t.reasoning = chars(root.get("delta"))
+                            t.reasoning = chars(r.delta)
                         }
                         "response.completed" | "response.incomplete" => {
                             c.done = true;
                             c.usage_output_tokens =
-                                root.path(&["response", "usage", "output_tokens"]).and_then(Json::as_u32);
+                                r.response.and_then(|v| v.path(&["usage", "output_tokens"])).and_then(Json::as_u32);
                         }
                         "response.failed" => c.error_event = true,
                         _ => {}
                     },
                     Format::Anthropic => match ty {
                         "content_block_delta" => {
-                            let d = root.get("delta");
+                            let d = r.delta;
                             match d.and_then(|d| d.get("type")).and_then(Json::str_raw) {
                                 Some("text_delta") => t.text = chars(d.and_then(|d| d.get("text"))),
                                 Some("thinking_delta") => t.reasoning = chars(d.and_then(|d| d.get("thinking"))),
@@ -195,16 +223,16 @@ impl Classifier {
                             }
                         }
                         "message_delta" => {
-                            c.usage_output_tokens = root.path(&["usage", "output_tokens"]).and_then(Json::as_u32)
+                            c.usage_output_tokens = r.usage.and_then(|u| u.get("output_tokens")).and_then(Json::as_u32)
                         }
                         "message_stop" => c.done = true,
                         _ => {}
                     },
                     Format::AiSdkUi => {
-                        let delta = || root.get("delta").or_else(|| root.get("textDelta"));
+                        let delta = r.delta.or(r.text_delta);
                         match ty {
-                            "text-delta" => t.text = chars(delta()),
-                            "reasoning-delta" => t.reasoning = chars(delta()),
+                            "text-delta" => t.text = chars(delta),
+                            "reasoning-delta" => t.reasoning = chars(delta),
                             "finish" => c.done = true,
                             _ => {}
                         }
@@ -228,11 +256,16 @@ impl Classifier {
         }
         let mut c = Content { events: 1, ..Content::default() };
         let mut t = Tally::default();
-        match jsonscan::parse(line) {
-            Some(root) if is_error(root, root.get("type").and_then(Json::str_raw).unwrap_or("")) => {
+        let root = jsonscan::parse(line);
+        let (r, ty) = match root {
+            Some(root) => Root::read(root),
+            None => Root::read(Json::default()),
+        };
+        match root {
+            Some(_) if is_error(&r, ty.unwrap_or("")) => {
                 c.error_event = true;
             }
-            Some(root) if root.get("choices").is_some() => openai_chat(root, &mut t, &mut c),
+            Some(_) if r.choices.is_some() => openai_chat(&r, &mut t, &mut c),
             Some(root) if ["message", "response", "thinking", "done"].iter().any(|k| root.get(k).is_some()) => {
                 let msg = root.get("message");
                 t.text = chars(msg.and_then(|m| m.get("content"))) + chars(root.get("response"));

@@ -10,7 +10,7 @@
 pub const MAX_DEPTH: u32 = 32;
 
 /// One JSON value: its exact text in the document (strings include their quotes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Json<'a> {
     text: &'a str,
 }
@@ -35,6 +35,53 @@ fn ws(b: &[u8], mut i: usize) -> usize {
 }
 
 /// End (exclusive) of the value starting at `i`, validating it.
+/// `parse` and `fields` in one pass, for the hot path (one walk over each event): the
+/// members `keys` of a document that must be one valid JSON object; `None` when it is not.
+pub fn parse_fields<'a, const N: usize>(text: &'a str, keys: [&str; N]) -> Option<[Option<Json<'a>>; N]> {
+    let b = text.as_bytes();
+    let start = ws(b, 0);
+    if b.get(start) != Some(&b'{') {
+        return None;
+    }
+    let mut out = [None; N];
+    let end = members(text, start, 0, &keys, &mut out)?;
+    (ws(b, end) == b.len()).then_some(out)
+}
+
+/// Walks the object starting at `i` (its `{`), validating it, and fills `out[k]` with the
+/// first member named `keys[k]`. Returns the index after the closing `}`.
+fn members<'a>(text: &'a str, i: usize, depth: u32, keys: &[&str], out: &mut [Option<Json<'a>>]) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut j = ws(b, i + 1);
+    if b.get(j) == Some(&b'}') {
+        return Some(j + 1);
+    }
+    loop {
+        let kend = str_end(b, j)?;
+        // Keys almost never carry escapes: compare the raw bytes, unescape only if needed.
+        let k = Json { text: text.get(j..kend)? };
+        let raw = k.str_raw()?;
+        let plain = !raw.as_bytes().contains(&b'\\');
+        j = ws(b, kend);
+        if b.get(j) != Some(&b':') {
+            return None;
+        }
+        let vstart = ws(b, j + 1);
+        let vend = value_end(b, vstart, depth + 1)?;
+        for (slot, key) in out.iter_mut().zip(keys) {
+            if slot.is_none() && (if plain { raw == *key } else { k.str_eq(key) }) {
+                *slot = Some(Json { text: text.get(vstart..vend)? });
+            }
+        }
+        j = ws(b, vend);
+        match *b.get(j)? {
+            b',' => j = ws(b, j + 1),
+            b'}' => return Some(j + 1),
+            _ => return None,
+        }
+    }
+}
+
 fn value_end(b: &[u8], i: usize, depth: u32) -> Option<usize> {
     match *b.get(i)? {
         b'"' => str_end(b, i),
@@ -163,6 +210,19 @@ impl<'a> Json<'a> {
             j = ws(b, j + 1);
         }
         None
+    }
+
+    /// Several members of an object in one pass (the first of each key; `None` where absent
+    /// or for non-objects). Per-event classification needs 4–8 keys of the same object:
+    /// one walk instead of one per `get` (measured: ~2.8 → ~1 µs for a 174-byte OpenAI
+    /// chunk in Chromium).
+    pub fn fields<const N: usize>(self, keys: [&str; N]) -> [Option<Json<'a>>; N] {
+        let mut out = [None; N];
+        if self.first() == b'{' {
+            // Already validated by `parse`; depth is irrelevant for an in-bounds walk.
+            let _ = members(self.text, 0, 0, &keys, &mut out);
+        }
+        out
     }
 
     /// Follows a path of object keys: `v.path(&["response", "usage", "output_tokens"])`.
@@ -296,6 +356,28 @@ impl Iterator for Unescape<'_> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn fields_reads_several_members_in_one_pass() {
+        let v = parse(r#"{"a":1,"b":{"x":[1,{"y":"}"}]},"c":"s\"","a":2}"#).unwrap();
+        let [a, b, c, d] = v.fields(["a", "b", "c", "d"]);
+        assert_eq!(a.map(Json::text), Some("1"), "first of a repeated key wins, like get");
+        assert_eq!(b.map(Json::text), Some(r#"{"x":[1,{"y":"}"}]}"#));
+        assert_eq!(c.and_then(Json::str_chars), Some(2));
+        assert_eq!(d, None);
+        for key in ["a", "b", "c", "d"] {
+            assert_eq!(v.fields([key])[0], v.get(key), "{key}");
+        }
+        assert_eq!(parse("[1]").unwrap().fields(["a"]), [None]);
+        let text = r#" {"a":1,"b":{"x":[1,{"y":"}"}]},"c":"s\"","a":2} "#;
+        assert_eq!(parse_fields(text, ["a", "b", "c", "d"]), Some([a, b, c, d]));
+        for bad in [r#"{"a":1"#, r#"{"a":1}x"#, r#"{"a" 1}"#, r#"{"a":1,}"#, "[1]", "", r#"{"a":[}"#] {
+            assert_eq!(parse_fields(bad, ["a"]), None, "{bad}");
+            assert_eq!(parse(bad).map(|v| v.fields(["a"])), if bad == "[1]" { Some([None]) } else { None });
+        }
+        assert_eq!(Json::default().fields(["a"]), [None]);
+    }
+
     use super::*;
 
     #[test]

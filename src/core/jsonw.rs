@@ -158,7 +158,7 @@ pub fn push_ms(out: &mut String, v: f64) {
     if frac != 0 {
         out.push('.');
         let mut digits = 3;
-        while frac % 10 == 0 {
+        while frac.is_multiple_of(10) {
             frac /= 10;
             digits -= 1;
         }

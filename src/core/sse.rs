@@ -237,16 +237,25 @@ impl Fields {
             self.data.pop();
         }
         {
-            let data = String::from_utf8_lossy(&self.data);
+            let data = lossy(&self.data);
             let event_type: Cow<'_, str> = if self.event_type.is_empty() {
                 Cow::Borrowed("message")
             } else {
-                String::from_utf8_lossy(&self.event_type)
+                lossy(&self.event_type)
             };
             on(SseItem::Event { event_type: &event_type, data: &data });
         }
         self.data.clear();
         self.event_type.clear();
+    }
+}
+
+/// UTF-8 decode with U+FFFD replacement. `from_utf8` first: it is the common case and much
+/// faster than the lossy chunk iterator (measured per event in examples/hotpath.rs).
+pub fn lossy(b: &[u8]) -> Cow<'_, str> {
+    match core::str::from_utf8(b) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(b),
     }
 }
 
@@ -292,7 +301,7 @@ impl SseParser {
 
     /// The last event ID buffer (what EventSource would send as `Last-Event-ID`).
     pub fn last_event_id(&self) -> Cow<'_, str> {
-        String::from_utf8_lossy(&self.fields.last_event_id)
+        lossy(&self.fields.last_event_id)
     }
 
     /// The reconnection time from the last valid `retry` field, in ms.

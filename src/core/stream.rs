@@ -18,7 +18,6 @@
 //! non-blank NDJSON / data-stream lines, or text chunks that decoded to ≥ 1 char. An SSE
 //! block without data (e.g. only `retry:`) is not dispatched and not counted.
 
-use alloc::string::String;
 use super::formats::{Classifier, Format};
 use super::sse::{LineSplitter, SseItem, SseParser};
 use super::utf8::Utf8Decoder;
@@ -272,7 +271,7 @@ impl StreamDecoder {
 
 fn line_content(cl: &mut Classifier, data_stream: bool, line: &[u8], c: &mut Content) {
     // Lines are decoded on their own; see `sse` for why that equals decoding the stream.
-    let s = String::from_utf8_lossy(line);
+    let s = super::sse::lossy(line);
     c.merge(&if data_stream { cl.data_stream_line(&s) } else { cl.ndjson_line(&s) });
 }
 

@@ -181,9 +181,9 @@ fn properties_over_random_schedules() {
         let mut gaps = Vec::new();
         let mut last: Option<f64> = None;
         for _ in 0..n {
-            let span = if rng.next() % 10 == 0 { 900.0 } else { 60.0 };
+            let span = if rng.next().is_multiple_of(10) { 900.0 } else { 60.0 };
             t += rng.float(span);
-            let content = rng.next() % 4 != 0;
+            let content = !rng.next().is_multiple_of(4);
             let body = if content { chunk("tok") } else { ": ping\n\n".to_string() };
             s.get(h).unwrap().on_chunk(t, body.as_bytes());
             if content {
