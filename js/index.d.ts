@@ -31,8 +31,17 @@ export interface RumOptions {
   budgets?: Record<string, number>;
   /** Element or selector whose text growth is the answer (paint metrics). */
   observe?: Element | string | null;
-  /** Wrap window.fetch (undone by shutdown()). Default true. */
+  /** Wrap window.fetch and window.EventSource (undone by shutdown()). Default true. */
   patchGlobals?: boolean;
+  /**
+   * EventSource cannot send headers. When set to a query parameter name (e.g. 'traceparent'),
+   * the W3C traceparent is appended to EventSource URLs under that name — same-origin URLs and
+   * `propagateTraceUrls` only — for servers that read it there. The browser's reconnects
+   * request the same URL, so they carry the same trace. Off by default: the value lands in
+   * access logs, proxies and analytics like any query string, and a server that rejects
+   * unknown parameters breaks. `EventSource.url` still shows the app's own URL.
+   */
+  traceparentQueryParam?: string | null;
   /** Called with every finished record (same shape as in the beacon). Exceptions are contained. */
   onRecord?: ((record: RumRecord) => void) | null;
   /** Drop `?query` and `#fragment` from recorded URLs. Default true. */
@@ -45,11 +54,14 @@ export interface RumOptions {
 export interface Marks {
   /** The user's action that caused the request (markInteraction / trusted input within 1 s). */
   interaction: number | null;
-  /** Always 0: the instrumented fetch was called. */
+  /**
+   * Always 0: the instrumented fetch was called / the EventSource was constructed. For an
+   * EventSource reconnect: its request's start from Resource Timing (else its `open`).
+   */
   start: 0;
-  /** Response headers available (the fetch promise resolved). */
+  /** Response headers available (the fetch promise resolved / the EventSource's `open`). */
   headers: number | null;
-  /** First body chunk delivered to the page. */
+  /** First body chunk delivered to the page (EventSource: first message). */
   firstByte: number | null;
   /** First reasoning ("thinking") text. */
   firstReasoning: number | null;
@@ -119,14 +131,30 @@ export interface RumRecord {
   traceId: string;
   /** 16 hex: this client span (the parent id sent in traceparent). */
   spanId: string;
-  /** propagated: we sent traceparent; app: the app's own was adopted; server: taken from the response; none: unlinked. */
+  /**
+   * propagated: we sent traceparent; app: the app's own was adopted; server: taken from the
+   * response (Server-Timing `trace;desc=`, traceresponse; EventSource: Resource Timing's
+   * serverTiming, an `id:` line or an `event: trace` message holding a traceparent or a bare
+   * 32-hex trace id); none: unlinked.
+   */
   traceSource: 'propagated' | 'app' | 'server' | 'none';
   sampled: boolean;
   /** Absolute URL, query and fragment stripped by default. */
   url: string;
   method: string;
-  /** HTTP status (0 when no response). */
+  /** The browser API that carried the request. */
+  transport: 'fetch' | 'eventsource';
+  /**
+   * EventSource: every connection attempt is its own record; the browser's reconnects carry
+   * the `id` of the first attempt's record here. null otherwise.
+   */
+  reconnectOf: string | null;
+  /** HTTP status (0 when no response; an EventSource that opened: 200). */
   status: number;
+  /**
+   * EventSource: `ok` when the stream's end marker was seen, else `aborted` when the app
+   * called close(), `error` when the connection dropped or failed.
+   */
   outcome: 'ok' | 'aborted' | 'error' | 'partial';
   format: 'openai-chat' | 'openai-responses' | 'anthropic' | 'ai-sdk-ui' | 'ndjson' | 'text' | 'unknown';
   /** False when a line exceeded the parser's bounded buffer (content metrics incomplete). */
@@ -162,8 +190,14 @@ export interface RumRecord {
   chars: number;
   reasoningChars: number;
   contentEvents: number;
+  /** Body chunks delivered (EventSource: messages the SDK saw). */
   chunks: number;
+  /** Body bytes (EventSource: UTF-8 bytes of the messages' data; the framing is not visible). */
   bytes: number;
+  /**
+   * The response's Server-Timing. EventSource: from the stream's Resource Timing entry when
+   * the attempt ends (cross-origin only with Timing-Allow-Origin); `dur` 0 reads as null there.
+   */
   serverTiming: ServerTimingEntry[];
   /** ttft split into the server's Server-Timing stages and the rest (network, proxies, client). */
   ttftSplit: { server: number; network: number } | null;
@@ -181,7 +215,11 @@ export interface RumRecord {
 export interface Rum {
   /** Instrumented fetch: pass to clients that take one (new OpenAI({ fetch: rum.fetch })). */
   fetch: typeof fetch;
-  /** Instrumented EventSource class. */
+  /**
+   * Instrumented EventSource class (a subclass of the native one; the native one when the
+   * core did not load). Messages are measured on `onmessage` and on the named event types the
+   * app subscribes to with `addEventListener`, plus `event: trace` messages.
+   */
   EventSource: typeof EventSource;
   /** The answer element for the current/next request; returns an undo function. */
   observe(el: Element): () => void;

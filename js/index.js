@@ -3,7 +3,9 @@
 // If anything fails, the app keeps its native fetch and sees at most one console.warn.
 
 import { makeFetch } from './fetch.js';
+import { makeEventSource } from './eventsource.js';
 import { normalize } from './options.js';
+import { makeTransport } from './transport.js';
 
 export const VERSION = '0.1.0';
 const INTERACTION_WINDOW_MS = 1000;
@@ -22,21 +24,31 @@ function randomBytes() {
   return b;
 }
 
-/** Reads the session sampling decision, making it once per tab session (sessionStorage). */
-function sampleDecision(rate) {
-  const key = 'llm-rum:sampled';
+const hex = (bytes) => Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+
+/**
+ * The tab session: an id and the sampling decision, made once per tab session and kept in
+ * sessionStorage so every page of the session agrees (and with its traceparent flags).
+ */
+function tabSession(rate) {
+  const key = 'llm-rum:session';
   try {
     const kept = globalThis.sessionStorage && sessionStorage.getItem(key);
-    if (kept === '1' || kept === '0') return kept === '1';
-    const sampled = rate >= 1 || Math.random() < rate;
-    if (globalThis.sessionStorage) sessionStorage.setItem(key, sampled ? '1' : '0');
-    return sampled;
+    const m = kept && /^([0-9a-f]{16}):([01])$/.exec(kept);
+    if (m) return { id: m[1], sampled: m[2] === '1' };
   } catch {
-    return rate >= 1 || Math.random() < rate;
+    /* storage blocked: decide for this page only */
   }
+  const s = { id: hex(randomBytes().subarray(0, 8)), sampled: rate >= 1 || Math.random() < rate };
+  try {
+    if (globalThis.sessionStorage) sessionStorage.setItem(key, `${s.id}:${s.sampled ? 1 : 0}`);
+  } catch {
+    /* as above */
+  }
+  return s;
 }
 
-async function loadCore(opts, sampled) {
+async function loadCore(opts, sampled, session) {
   const wasm = await import('./wasm/llm_rum.js');
   await wasm.default(opts.wasmUrl ? { module_or_path: opts.wasmUrl } : undefined);
   const origin = globalThis.location ? globalThis.location.origin : '';
@@ -49,6 +61,7 @@ async function loadCore(opts, sampled) {
     sampled,
   );
   for (const [metric, limit] of Object.entries(opts.budgets)) core.add_budget(metric, limit);
+  if (opts.collector) core.transport_enable('llm-rum/' + VERSION, session);
   return core;
 }
 
@@ -95,9 +108,9 @@ export async function init(options) {
     base: () => (g.location ? g.location.href : 'http://localhost/'),
   };
 
-  const sampled = sampleDecision(opts.sampleRate);
+  const session = tabSession(opts.sampleRate);
   try {
-    if (typeof nativeFetch === 'function') state.core = await loadCore(opts, sampled);
+    if (typeof nativeFetch === 'function') state.core = await loadCore(opts, session.sampled, session.id);
   } catch (e) {
     warn('measurement disabled: the wasm core did not load', e);
   }
@@ -117,34 +130,8 @@ export async function init(options) {
         }
       }
     }
-    if (opts.collector) queueBeacon(text);
-  };
-
-  // Minimal transport: batch record texts, send with sendBeacon (text/plain: no preflight),
-  // on a short timer and when the page is hidden. The full policy (retry, quota, persistence)
-  // is the transport's job.
-  let pending = [];
-  let timer = 0;
-  const session = Array.from(randomBytes().subarray(0, 8), (b) => b.toString(16).padStart(2, '0')).join('');
-  const queueBeacon = (arrayText) => {
-    pending.push(arrayText.slice(1, -1));
-    if (!timer) timer = setTimeout(flushNow, 1000);
-  };
-  const flushNow = () => {
-    if (timer) clearTimeout(timer);
-    timer = 0;
-    if (!pending.length || !opts.collector) return Promise.resolve();
-    const page = g.location ? g.location.pathname : '';
-    const body = `{"v":1,"sdk":"llm-rum/${VERSION}","session":"${session}","page":${JSON.stringify(page)},"records":[${pending.join(',')}]}`;
-    pending = [];
-    try {
-      if (g.navigator && g.navigator.sendBeacon && g.navigator.sendBeacon(opts.collector, body)) return Promise.resolve();
-      return nativeFetch
-        .call(g, opts.collector, { method: 'POST', body, keepalive: true, headers: { 'content-type': 'text/plain;charset=UTF-8' } })
-        .then(() => undefined, () => undefined);
-    } catch {
-      return Promise.resolve();
-    }
+    // The core queued the same records for the collector; send when it says so.
+    if (transport) transport.schedule();
   };
 
   const fail = (e) => {
@@ -175,6 +162,15 @@ export async function init(options) {
     fail,
   };
   const rumFetch = makeFetch(ctx);
+  // EventSource (issue 4): a subclass of the native class, or the native class itself.
+  const rumES =
+    state.core && typeof nativeEventSource === 'function'
+      ? makeEventSource(ctx, nativeEventSource, () => deliver(), options && options.traceparentQueryParam)
+      : nativeEventSource;
+  const transport =
+    state.core && opts.collector ? makeTransport(() => state.core, new URL(opts.collector, state.base()).href, nativeFetch, fail) : null;
+  if (transport) transport.restore();
+  const flushNow = () => (transport ? transport.flush() : Promise.resolve());
 
   const listen = (target, type, fn, opt) => {
     if (!target || !target.addEventListener) return;
@@ -189,10 +185,10 @@ export async function init(options) {
         } catch (e) {
           fail(e);
         }
-        flushNow();
+        if (transport) transport.urgent('hidden');
       }
     });
-    listen(g, 'pagehide', () => flushNow());
+    listen(g, 'pagehide', () => transport && transport.urgent('pagehide'));
   }
 
   let patched = false;
@@ -200,12 +196,14 @@ export async function init(options) {
     g.fetch = rumFetch;
     patched = true;
   }
+  const patchedES = opts.patchGlobals && rumES !== nativeEventSource;
+  if (patchedES) g.EventSource = rumES;
 
   return {
     // Bound: `rum.fetch(...)` calls it as a method, and native fetch throws "Illegal
     // invocation" unless `this` is the global (or undefined).
     fetch: state.core ? rumFetch : typeof nativeFetch === 'function' ? nativeFetch.bind(g) : nativeFetch,
-    EventSource: nativeEventSource,
+    EventSource: rumES,
     observe() {
       return () => {};
     },
@@ -224,8 +222,10 @@ export async function init(options) {
     async shutdown() {
       if (patched && g.fetch === rumFetch) g.fetch = nativeFetch;
       patched = false;
+      if (patchedES && g.EventSource === rumES) g.EventSource = nativeEventSource;
       for (const off of state.listeners.splice(0)) off();
       await flushNow();
+      if (transport) transport.stop();
     },
     get active() {
       return state.core !== null;

@@ -22,6 +22,7 @@ pub mod exports {
     use crate::core::config::{Budget, Config};
     use crate::core::session::Session;
     use crate::core::timeline::Outcome;
+    use crate::core::transport::Transport;
     use alloc::string::String;
     use alloc::vec::Vec;
     use wasm_bindgen::prelude::*;
@@ -122,6 +123,35 @@ pub mod exports {
             self.session.end(h, t, Outcome::from_code(outcome));
         }
 
+        // ---- EventSource (issue 4): js/eventsource.js stamps times and moves event data ----
+
+        /// Begins one connection attempt's record (see `Session::begin_eventsource`).
+        pub fn es_begin(&mut self, url: &str, t: f64, epoch_ms: f64, random: &[u8], first: &[u8], send_trace: bool) -> u32 {
+            self.session.begin_eventsource(url, t, epoch_ms, random, first, send_trace)
+        }
+
+        /// One message event as the page received it; the `open` event with `event_type` ""
+        /// (a message's type is never empty: the browser names unnamed ones `message`).
+        pub fn es_message(&mut self, h: u32, t: f64, event_type: &str, data: &str, last_event_id: &str) {
+            if let Some(tl) = self.session.get(h) {
+                tl.on_message(t, event_type, data, last_event_id);
+            }
+        }
+
+        /// The attempt ended at `t`: the app called `close()`, or the connection dropped or
+        /// failed. `rt_start` and `server_timing`: the attempt's Resource Timing entry
+        /// (`startTime`, and `serverTiming` as a header value), or NaN and "" when none came.
+        pub fn es_end(&mut self, h: u32, t: f64, closed_by_app: bool, rt_start: f64, server_timing: &str) {
+            if let Some(tl) = self.session.get(h) {
+                tl.rebase_start(rt_start);
+                tl.on_server_timing(server_timing);
+                let outcome = tl.eventsource_outcome(closed_by_app);
+                self.session.end(h, t, outcome);
+            }
+        }
+
+        // ---- end of the EventSource block ----
+
         /// A custom stage mark on the most recent running request; false when none runs.
         pub fn mark(&mut self, name: &str, t: f64) -> bool {
             match self.session.current() {
@@ -142,6 +172,55 @@ pub mod exports {
                     tl.hidden = true;
                 }
             }
+        }
+
+        // ---- beacon transport: the core decides (queue, batching, backoff); js/transport.js sends ----
+
+        /// Turns the beacon queue on (a collector is configured).
+        pub fn transport_enable(&mut self, sdk: &str, session: &str) {
+            self.session.transport = Some(Transport::new(sdk, session));
+        }
+
+        /// When the next non-urgent flush is due (performance.now() ms), or -1.
+        pub fn transport_due_at(&self) -> f64 {
+            self.session.transport.as_ref().and_then(Transport::due_at).unwrap_or(-1.0)
+        }
+
+        pub fn transport_queued(&self) -> u32 {
+            self.session.transport.as_ref().map_or(0, |t| t.queued() as u32)
+        }
+
+        /// The next payload (≤ `max_bytes`), or undefined; `urgent` ignores the backoff hold.
+        pub fn transport_take(&mut self, max_bytes: u32, reason: &str, urgent: bool, page: &str, t: f64) -> Option<String> {
+            self.session.transport.as_mut()?.take(max_bytes as usize, reason, urgent, page, t)
+        }
+
+        pub fn transport_last_batch(&self) -> u32 {
+            self.session.transport.as_ref().map_or(0, Transport::last_batch)
+        }
+
+        /// `status`: 2xx stored, 0 network error, else HTTP; `retry_after_ms` < 0 when absent;
+        /// `jitter` in [0, 1).
+        pub fn transport_result(&mut self, batch: u32, t: f64, status: u32, retry_after_ms: f64, jitter: f64) {
+            if let Some(tr) = self.session.transport.as_mut() {
+                tr.result(batch, t, status, retry_after_ms, jitter);
+            }
+        }
+
+        /// Everything unsent, one record per line, for localStorage (page going away).
+        pub fn transport_persist(&mut self) -> String {
+            self.session.transport.as_mut().map(Transport::drain_for_persist).unwrap_or_default()
+        }
+
+        pub fn transport_restore(&mut self, text: &str, t: f64) {
+            if let Some(tr) = self.session.transport.as_mut() {
+                tr.restore(text, t);
+            }
+        }
+
+        /// Page hidden/unloading: queue `partial` records for the running requests.
+        pub fn snapshot_running(&mut self, t: f64) {
+            self.session.snapshot_running(t);
         }
 
         /// Finished records as a JSON array text ("" when none).

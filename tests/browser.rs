@@ -151,3 +151,41 @@ fn app_traceparent_is_respected() {
     assert_eq!(get(&r, "spanId"), "00f067aa0ba902b7");
     assert_eq!(get(&r, "outcome"), "aborted");
 }
+
+/// EventSource (issue 4): the exports js/eventsource.js drives, with the data an app's
+/// listeners see (framing already done by the browser).
+#[wasm_bindgen_test]
+fn eventsource_attempts_and_reconnects() {
+    let mut c = core();
+    let first = [3u8; 32];
+    let h = c.es_begin("http://127.0.0.1:8080/v1/stream?x=1", 100.0, 1.7e12, &first, &[], false);
+    assert_eq!(c.traceparent(h), "", "nothing propagates unless opted in");
+    c.es_message(h, 120.0, "", "", ""); // open
+    c.es_message(h, 150.0, "message_start", "{\"type\":\"message_start\",\"message\":{}}", "");
+    c.es_message(h, 170.0, "content_block_delta", "{\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi ✓\"}}", "0");
+    c.es_message(h, 190.0, "message_stop", "{\"type\":\"message_stop\"}", "1");
+    c.es_end(h, 200.0, false, 100.4, "queue;dur=2,trace;desc=\"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\"");
+    let h2 = c.es_begin("http://127.0.0.1:8080/v1/stream?x=1", 3300.0, 1.7e12 + 3200.0, &[4u8; 32], &first, false);
+    c.es_message(h2, 3300.0, "", "", "");
+    c.es_message(h2, 3350.0, "trace", "4bf92f3577b34da6a3ce929d0e0e4736", "");
+    c.es_end(h2, 3360.0, true, 3297.5, "");
+    let recs = records(&mut c);
+    let a = Reflect::get(&recs, &0.into()).unwrap();
+    let b = Reflect::get(&recs, &1.into()).unwrap();
+    assert_eq!(get(&a, "transport"), "eventsource");
+    assert_eq!(get(&a, "reconnectOf"), JsValue::NULL);
+    assert_eq!(get(&a, "url"), "http://127.0.0.1:8080/v1/stream");
+    assert_eq!(get(&a, "format"), "anthropic");
+    assert_eq!(get(&a, "outcome"), "ok");
+    assert_eq!(get(&a, "ttft"), 70.0);
+    assert_eq!(get(&a, "marks.headers"), 20.0, "never moved forward to the entry's start");
+    assert_eq!(get(&a, "chars"), 4.0);
+    assert_eq!(get(&a, "chunks"), 3.0);
+    assert_eq!(get(&a, "traceSource"), "server");
+    assert_eq!(get(&a, "traceId"), "0af7651916cd43dd8448eb211c80319c");
+    assert_eq!(get(&b, "reconnectOf"), get(&a, "id"));
+    assert_eq!(get(&b, "outcome"), "aborted");
+    assert_eq!(get(&b, "marks.headers"), 2.5, "start moved back to the request start");
+    assert_eq!(get(&b, "traceId"), "4bf92f3577b34da6a3ce929d0e0e4736", "event: trace");
+    assert_eq!(get(&b, "contentEvents"), 0.0);
+}

@@ -17,6 +17,7 @@ pub mod stats;
 pub mod stream;
 pub mod timeline;
 pub mod traceparent;
+pub mod transport;
 pub mod utf8;
 #[cfg(test)]
 mod timeline_tests;

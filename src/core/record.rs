@@ -61,6 +61,13 @@ pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
     w.str(&id.url);
     w.key("method");
     w.str(&id.method);
+    w.key("transport");
+    w.str(tl.via.as_str());
+    w.key("reconnectOf");
+    match &tl.reconnect_of {
+        Some(r) => w.str(r),
+        None => w.null(),
+    }
     w.key("status");
     w.uint(tl.status as u64);
     w.key("outcome");

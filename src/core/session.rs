@@ -7,8 +7,9 @@ use super::config::{strip_query, Config};
 use super::hex;
 use super::jsonw::JsonWriter;
 use super::record;
-use super::timeline::{Identity, Outcome, Timeline, TraceSource};
+use super::timeline::{Identity, Outcome, Timeline, TraceSource, Via};
 use super::traceparent::TraceContext;
+use super::transport::Transport;
 
 /// In-flight requests kept at once. A request the app never finishes reading (abandoned
 /// body) would otherwise pin its state forever; past this, the oldest is ended `partial`.
@@ -34,6 +35,8 @@ pub struct Session {
     finished: Vec<String>,
     /// Records dropped because `finished` was full (reported, never silently lost).
     pub dropped: u32,
+    /// The beacon queue, when a collector is configured.
+    pub transport: Option<Transport>,
 }
 
 /// The 32 random bytes a request needs: 16 trace id, 8 span id, 8 record id.
@@ -41,7 +44,7 @@ pub const RANDOM_BYTES: usize = 32;
 
 impl Session {
     pub fn new(cfg: Config) -> Session {
-        Session { cfg, slots: Vec::new(), seq: 0, finished: Vec::new(), dropped: 0 }
+        Session { cfg, slots: Vec::new(), seq: 0, finished: Vec::new(), dropped: 0, transport: None }
     }
 
     /// Starts a timeline for a request about to be sent. `url` is absolute. `app_traceparent`
@@ -80,6 +83,34 @@ impl Session {
         };
         let tl = Timeline::new(&self.cfg, ident, t);
         self.insert(tl, t)
+    }
+
+    /// Starts the record of one EventSource connection attempt (issue 4). An EventSource
+    /// cannot send headers: a trace context reaches the server only as a query parameter, when
+    /// the app opted in (`send_trace`; `traceparent(h)` then says what to append); otherwise
+    /// the record starts unlinked and takes the server's trace when one shows up (Resource
+    /// Timing Server-Timing, in-band id). `first`: for the browser's reconnects, the first
+    /// attempt's random bytes ("" for the first attempt): the record links to the first one
+    /// (`reconnectOf`) and, the reconnect requesting the same URL, carries the trace context
+    /// the first one sent.
+    pub fn begin_eventsource(&mut self, url: &str, t: f64, epoch_ms: f64, random: &[u8], first: &[u8], send_trace: bool) -> Handle {
+        let sampled = self.cfg.sampled;
+        let h = self.begin(url, "GET", t, epoch_ms, random, None);
+        if let Some(tl) = self.get(h) {
+            tl.via = Via::EventSource;
+            if let Some(f) = first.get(..RANDOM_BYTES) {
+                let mut id = String::with_capacity(16);
+                hex::push_hex(&mut id, &f[24..]);
+                tl.reconnect_of = Some(id);
+                let mut tr = [0u8; 24];
+                tr.copy_from_slice(&f[..24]);
+                tl.ident.trace = TraceContext::from_random(&tr, sampled);
+            }
+            if !send_trace && tl.ident.trace_source == TraceSource::Propagated {
+                tl.ident.trace_source = TraceSource::None;
+            }
+        }
+        h
     }
 
     fn insert(&mut self, tl: Timeline, t: f64) -> Handle {
@@ -169,11 +200,36 @@ impl Session {
         }
         let mut w = JsonWriter::new();
         record::encode(&tl, &self.cfg, &mut w);
+        if let Some(tr) = self.transport.as_mut() {
+            tr.push(w.out.clone(), t);
+        }
         if self.finished.len() >= MAX_FINISHED {
             self.finished.remove(0);
             self.dropped += 1;
         }
         self.finished.push(w.out);
+    }
+
+    /// The page is being hidden or unloaded: queue a `partial` record (marks so far) for
+    /// every running request. They keep running; if one completes later, its final record
+    /// has the same id and supersedes the partial (in the queue, and at the collector).
+    pub fn snapshot_running(&mut self, t: f64) {
+        if !self.cfg.sampled || self.transport.is_none() {
+            return;
+        }
+        for slot in self.slots.iter_mut() {
+            let Some(tl) = slot.timeline.as_mut() else { continue };
+            let (end, outcome) = (tl.end, tl.outcome);
+            tl.end = Some(t);
+            tl.outcome = Some(Outcome::Partial);
+            let mut w = JsonWriter::new();
+            record::encode(tl, &self.cfg, &mut w);
+            tl.end = end;
+            tl.outcome = outcome;
+            if let Some(tr) = self.transport.as_mut() {
+                tr.push(w.out, t);
+            }
+        }
     }
 
     /// The most recently started request that is still running (for `rum.mark`).

@@ -186,6 +186,12 @@ impl StreamDecoder {
         self.classifier = Classifier::new(initial);
     }
 
+    /// One SSE message already framed by the browser (EventSource): classified by this
+    /// decoder's own classifier, so format detection and content rules are the fetch path's.
+    pub fn sse_message(&mut self, event_type: &str, data: &str) -> Content {
+        self.classifier.sse_event(event_type, data)
+    }
+
     /// Feeds one delivered chunk, arbitrary split. O(chunk) time, bounded memory.
     pub fn feed(&mut self, bytes: &[u8]) -> Content {
         if self.mode != Mode::Sniff {

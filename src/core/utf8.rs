@@ -39,6 +39,11 @@ impl Utf8Decoder {
         Utf8Decoder { pending: [0; 4], pending_len: 0, at_start: true }
     }
 
+    /// A decoder for bytes from the middle of a stream: a leading U+FEFF is kept as text.
+    pub const fn new_mid_stream() -> Self {
+        Utf8Decoder { pending: [0; 4], pending_len: 0, at_start: false }
+    }
+
     /// Decodes one chunk, calling `out` with the decoded pieces in order. Pieces are borrowed
     /// from `bytes` where possible; nothing is allocated.
     pub fn decode(&mut self, bytes: &[u8], out: &mut dyn FnMut(&str)) {

@@ -68,3 +68,34 @@ export async function waitRecord(pred, ms = 5000) {
     await new Promise((res) => setTimeout(res, 10));
   }
 }
+
+/**
+ * Streams with an EventSource as an app would (EventSource tests): `onmessage`, plus a
+ * listener for each of `types` (named events), closing at `[DONE]` or at an event of type
+ * `closeOn`. Resolves with every event the app's listeners saw, in order, and (unless
+ * `record: false`) the SDK's record of it: the first eventsource record finished after the
+ * call began. `Ctor`: the class to construct (default: the page's EventSource).
+ */
+export async function esStream(url, { types = [], closeOn = null, Ctor = EventSource, record = true } = {}) {
+  const before = window.__records ? window.__records.length : 0;
+  const events = [];
+  const es = new Ctor(url);
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('EventSource did not finish: ' + url)), 20000);
+    const on = (ev) => {
+      events.push({ type: ev.type, data: ev.data, lastEventId: ev.lastEventId, origin: ev.origin, trusted: ev.isTrusted, t: performance.now() });
+      if (ev.data === '[DONE]' || ev.type === closeOn) {
+        es.close();
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    es.onmessage = on;
+    for (const ty of types) es.addEventListener(ty, on);
+    es.onerror = () => {
+      if (es.readyState === 2) reject(new Error('EventSource failed: ' + url));
+    };
+  });
+  const rec = record ? await waitRecord((r, i) => i >= before && r.transport === 'eventsource') : null;
+  return { events, rec };
+}

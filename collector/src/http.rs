@@ -1,0 +1,527 @@
+//! HTTP surface: routes, CORS, rate limiting, read-token check, handlers.
+//!
+//! Owner of status codes. Ingest answers: 200 stored (after the commit), 400 bad beacon,
+//! 403 origin not allowed, 413 too big, 429 rate limited (+ Retry-After), 503 storage failed.
+//! Every ingest answer to an allowed origin carries the CORS headers, errors included, so an
+//! SDK using `fetch` can read why it was refused.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use rusqlite::Connection;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::alerts::{Engine, Source};
+use crate::cli::Config;
+use crate::ingest::{self, MAX_BODY};
+use crate::query::{self, Filter};
+use crate::store::Store;
+
+pub struct AppState {
+    pub cfg: Config,
+    pub store: Store,
+    /// One read connection, shared by the API and the alert engine (WAL: reads never block
+    /// the writer).
+    pub reader: Mutex<Connection>,
+    pub engine: Mutex<Engine>,
+    limiter: Mutex<Limiter>,
+}
+
+impl AppState {
+    pub fn new(cfg: Config, store: Store, reader: Connection, engine: Engine) -> AppState {
+        AppState {
+            cfg,
+            store,
+            reader: Mutex::new(reader),
+            engine: Mutex::new(engine),
+            limiter: Mutex::new(Limiter::default()),
+        }
+    }
+}
+
+pub type Shared = Arc<AppState>;
+
+pub fn router(state: Shared) -> Router {
+    let reads = Router::new()
+        .route("/", get(dashboard))
+        .route("/api/summary", get(summary))
+        .route("/api/timeseries", get(timeseries))
+        .route("/api/histogram", get(histogram))
+        .route("/api/alerts", get(alerts))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
+    Router::new()
+        .route("/v1/rum", post(ingest).options(preflight))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .merge(reads)
+        .with_state(state)
+}
+
+pub fn now_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as f64)
+        .unwrap_or(0.0)
+}
+
+fn err(status: StatusCode, msg: impl Into<String>) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        json!({"error": msg.into()}).to_string(),
+    )
+        .into_response()
+}
+
+fn json_ok(v: Value) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "application/json"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        v.to_string(),
+    )
+        .into_response()
+}
+
+// ---------- CORS ----------
+
+/// `Ok(Some(origin))`: allowed cross-origin caller (echo it); `Ok(None)`: no Origin or our own
+/// origin (no CORS headers needed); `Err`: a foreign origin not on the allowlist.
+fn check_origin(cfg: &Config, h: &HeaderMap) -> Result<Option<HeaderValue>, String> {
+    let Some(o) = h.get(header::ORIGIN) else {
+        return Ok(None);
+    };
+    let os = o.to_str().unwrap_or("");
+    if cfg.allow_origins.iter().any(|a| a == "*" || a == os) {
+        return Ok(Some(o.clone()));
+    }
+    // Browsers send Origin on same-origin POSTs too: the collector's own pages are allowed.
+    if let Some(host) = h.get(header::HOST).and_then(|v| v.to_str().ok()) {
+        if os == format!("http://{host}") || os == format!("https://{host}") {
+            return Ok(None);
+        }
+    }
+    Err(format!(
+        "origin {os:?} is not allowed (start the collector with --allow-origin {os})"
+    ))
+}
+
+fn with_cors(mut r: Response, origin: &Option<HeaderValue>) -> Response {
+    if let Some(o) = origin {
+        let h = r.headers_mut();
+        // The exact origin, never `*`: sendBeacon sends credentials, and `*` is refused then.
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, o.clone());
+        h.insert(
+            header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+            HeaderValue::from_static("true"),
+        );
+        h.insert(
+            header::ACCESS_CONTROL_EXPOSE_HEADERS,
+            HeaderValue::from_static("retry-after"),
+        );
+        h.append(header::VARY, HeaderValue::from_static("origin"));
+    }
+    r
+}
+
+async fn preflight(State(s): State<Shared>, h: HeaderMap) -> Response {
+    match check_origin(&s.cfg, &h) {
+        Err(e) => err(StatusCode::FORBIDDEN, e),
+        Ok(origin) => {
+            let mut r = StatusCode::NO_CONTENT.into_response();
+            let hm = r.headers_mut();
+            hm.insert(
+                header::ACCESS_CONTROL_ALLOW_METHODS,
+                HeaderValue::from_static("POST, OPTIONS"),
+            );
+            let req = h
+                .get(header::ACCESS_CONTROL_REQUEST_HEADERS)
+                .cloned()
+                .unwrap_or(HeaderValue::from_static("content-type"));
+            hm.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, req);
+            hm.insert(
+                header::ACCESS_CONTROL_MAX_AGE,
+                HeaderValue::from_static("86400"),
+            );
+            with_cors(r, &origin)
+        }
+    }
+}
+
+// ---------- rate limit ----------
+
+/// Token bucket per client IP: `rate` beacons per second, burst `rate`.
+#[derive(Default)]
+struct Limiter {
+    buckets: HashMap<IpAddr, (f64, Instant)>,
+}
+
+impl Limiter {
+    /// `Ok(())` or `Err(seconds until a beacon would be accepted)`.
+    fn take(&mut self, ip: IpAddr, rate: u32, now: Instant) -> Result<(), u64> {
+        let rate = rate as f64;
+        if self.buckets.len() > 100_000 {
+            // Bound memory under many clients: forget idle ones (a full bucket is the default).
+            self.buckets
+                .retain(|_, (_, t)| now.duration_since(*t).as_secs_f64() < 1.0);
+        }
+        let (tokens, last) = self.buckets.entry(ip).or_insert((rate, now));
+        *tokens = (*tokens + now.duration_since(*last).as_secs_f64() * rate).min(rate);
+        *last = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            Ok(())
+        } else {
+            Err((((1.0 - *tokens) / rate).ceil() as u64).max(1))
+        }
+    }
+}
+
+// ---------- ingest ----------
+
+async fn ingest(
+    State(s): State<Shared>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    h: HeaderMap,
+    body: Body,
+) -> Response {
+    let origin = match check_origin(&s.cfg, &h) {
+        Ok(o) => o,
+        Err(e) => return err(StatusCode::FORBIDDEN, e),
+    };
+    let r = ingest_inner(&s, peer, &h, body).await;
+    with_cors(r, &origin)
+}
+
+async fn ingest_inner(s: &AppState, peer: SocketAddr, h: &HeaderMap, body: Body) -> Response {
+    if s.cfg.rate_limit > 0 {
+        let res = s.limiter.lock().unwrap_or_else(|e| e.into_inner()).take(
+            peer.ip(),
+            s.cfg.rate_limit,
+            Instant::now(),
+        );
+        if let Err(after) = res {
+            let mut r = err(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("rate limit: {} beacons/s per client", s.cfg.rate_limit),
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(after));
+            return r;
+        }
+    }
+    let too_big = || {
+        err(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("body over {MAX_BODY} bytes (split the batch)"),
+        )
+    };
+    let declared = h
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY as u64) {
+        return too_big();
+    }
+    // The limit also covers chunked bodies without a Content-Length.
+    let bytes: Bytes = match axum::body::to_bytes(body, MAX_BODY).await {
+        Ok(b) => b,
+        Err(_) => return too_big(),
+    };
+    // Parsed as JSON whatever the content type: the SDK sends text/plain to avoid a preflight.
+    let beacon = match ingest::decode(&bytes) {
+        Ok(b) => b,
+        Err(e) => return err(StatusCode::BAD_REQUEST, e),
+    };
+    match s
+        .store
+        .write(beacon, Some(peer.ip().to_string()), now_ms() as i64)
+        .await
+    {
+        Ok(st) => json_ok(json!({"stored": st.stored, "duplicates": st.duplicates})),
+        Err(e) => err(StatusCode::SERVICE_UNAVAILABLE, e),
+    }
+}
+
+// ---------- reads ----------
+
+async fn require_token(State(s): State<Shared>, req: Request, next: Next) -> Response {
+    if let Some(tok) = &s.cfg.read_token {
+        let bearer = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::to_string);
+        let query = req.uri().query().and_then(|q| {
+            q.split('&')
+                .find_map(|kv| kv.strip_prefix("token="))
+                .map(percent_decode)
+        });
+        let ok = [bearer, query]
+            .into_iter()
+            .flatten()
+            .any(|t| ct_eq(t.as_bytes(), tok.as_bytes()));
+        if !ok {
+            let mut r = err(
+                StatusCode::UNAUTHORIZED,
+                "read token required (Authorization: Bearer TOKEN or ?token=TOKEN)",
+            );
+            r.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return r;
+        }
+    }
+    next.run(req).await
+}
+
+/// Constant-time comparison, so the token cannot be guessed byte by byte from timings.
+fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match b[i] {
+            b'%' if i + 2 < b.len() => match (hex(b[i + 1]), hex(b[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 3;
+                    continue;
+                }
+                _ => out.push(b'%'),
+            },
+            b'+' => out.push(b' '),
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[derive(Deserialize, Default)]
+pub struct Params {
+    from: Option<f64>,
+    to: Option<f64>,
+    route: Option<String>,
+    model: Option<String>,
+    outcome: Option<String>,
+    metric: Option<String>,
+    q: Option<f64>,
+    bucket: Option<f64>,
+    metrics: Option<String>,
+    bins: Option<usize>,
+}
+
+impl Params {
+    fn filter(&self) -> Filter {
+        let s = |v: &Option<String>| v.clone().filter(|x| !x.is_empty());
+        Filter {
+            from: self.from,
+            to: self.to,
+            route: s(&self.route),
+            model: s(&self.model),
+            outcome: s(&self.outcome),
+        }
+    }
+}
+
+/// Runs a query on the read connection off the async threads.
+async fn read<T: Send + 'static>(
+    s: &Shared,
+    f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+) -> Result<T, Response> {
+    let s = s.clone();
+    tokio::task::spawn_blocking(move || {
+        let c = s.reader.lock().unwrap_or_else(|e| e.into_inner());
+        f(&c)
+    })
+    .await
+    .map_err(|e| err(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+    .map_err(|e| {
+        err(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("query failed: {e}"),
+        )
+    })
+}
+
+async fn summary(State(s): State<Shared>, Query(p): Query<Params>) -> Response {
+    let f = p.filter();
+    match read(&s, move |c| query::summary(c, &f)).await {
+        Ok(v) => json_ok(v),
+        Err(r) => r,
+    }
+}
+
+async fn timeseries(State(s): State<Shared>, Query(p): Query<Params>) -> Response {
+    let metric = p.metric.clone().unwrap_or_else(|| "ttft".into());
+    let Some(expr) = query::metric_expr(&metric) else {
+        let known: Vec<&str> = query::METRICS.iter().map(|(n, _)| *n).collect();
+        return err(
+            StatusCode::BAD_REQUEST,
+            format!("unknown metric {metric:?} (known: {})", known.join(", ")),
+        );
+    };
+    let q = p.q.unwrap_or(0.95);
+    if !(q > 0.0 && q <= 1.0) {
+        return err(StatusCode::BAD_REQUEST, "q must be in (0, 1], e.g. 0.95");
+    }
+    let bucket = p.bucket.unwrap_or(60.0);
+    if !(bucket.is_finite() && bucket >= 0.001) {
+        return err(
+            StatusCode::BAD_REQUEST,
+            "bucket must be a positive number of seconds",
+        );
+    }
+    let f = p.filter();
+    let budgets: Vec<Value> = s
+        .cfg
+        .budgets
+        .iter()
+        .filter(|b| b.metric == metric)
+        .map(|b| json!({"q": b.q, "limit": b.limit, "text": b.text}))
+        .collect();
+    match read(&s, move |c| {
+        query::timeseries(c, &f, expr, q, bucket * 1000.0)
+    })
+    .await
+    {
+        Ok(points) => json_ok(
+            json!({"metric": metric, "q": q, "bucketMs": bucket * 1000.0, "budgets": budgets, "points": points}),
+        ),
+        Err(r) => r,
+    }
+}
+
+async fn histogram(State(s): State<Shared>, Query(p): Query<Params>) -> Response {
+    let names: Vec<String> = p
+        .metrics
+        .clone()
+        .unwrap_or_else(|| "ttft,perceivedTtft".into())
+        .split(',')
+        .map(|x| x.trim().to_string())
+        .collect();
+    if let Some(bad) = names.iter().find(|n| query::metric_expr(n).is_none()) {
+        return err(StatusCode::BAD_REQUEST, format!("unknown metric {bad:?}"));
+    }
+    let bins = p.bins.unwrap_or(30);
+    let f = p.filter();
+    match read(&s, move |c| {
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        query::histogram(c, &f, &refs, bins)
+    })
+    .await
+    {
+        Ok(v) => json_ok(v),
+        Err(r) => r,
+    }
+}
+
+async fn alerts(State(s): State<Shared>) -> Response {
+    let e = s.engine.lock().unwrap_or_else(|e| e.into_inner());
+    let mut list: Vec<_> = e.alerts.iter().rev().cloned().collect();
+    // Firing first, then most recent.
+    list.sort_by_key(|a| a.state != "firing");
+    let budgets: Vec<Value> = e
+        .budgets
+        .iter()
+        .zip(&e.current)
+        .map(|(b, v)| json!({"budget": b.text, "metric": b.metric, "q": b.q, "limit": b.limit, "current": v}))
+        .collect();
+    json_ok(json!({
+        "firing": e.firing().count(),
+        "alerts": list,
+        "budgets": budgets,
+        "windowSecs": e.window_ms / 1000.0,
+        "sustainSecs": e.sustain_ms / 1000.0,
+    }))
+}
+
+async fn dashboard() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        crate::dashboard::HTML,
+    )
+        .into_response()
+}
+
+// ---------- alert evaluation ----------
+
+/// The alert engine's view of SQLite.
+pub struct DbSource<'a>(pub &'a Connection);
+
+impl Source for DbSource<'_> {
+    fn values(&self, metric: &str, from: f64, to: f64) -> Vec<f64> {
+        let Some(expr) = query::metric_expr(metric) else {
+            return Vec::new();
+        };
+        let f = Filter {
+            from: Some(from),
+            to: Some(to),
+            ..Default::default()
+        };
+        query::values(self.0, &f, expr).unwrap_or_else(|e| {
+            eprintln!("llm-rum-collector: alert query failed: {e}");
+            Vec::new()
+        })
+    }
+    fn stage_medians(&self, from: f64, to: f64) -> Vec<(String, f64)> {
+        let f = Filter {
+            from: Some(from),
+            to: Some(to),
+            ..Default::default()
+        };
+        query::stage_medians(self.0, &f)
+            .map(|v| v.into_iter().map(|(n, m, _)| (n, m)).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// Evaluates budgets on a timer, forever.
+pub async fn alert_loop(s: Shared) {
+    if s.cfg.budgets.is_empty() {
+        return;
+    }
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(s.cfg.eval_interval_ms));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let s2 = s.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            let c = s2.reader.lock().unwrap_or_else(|e| e.into_inner());
+            let mut e = s2.engine.lock().unwrap_or_else(|e| e.into_inner());
+            for ev in e.evaluate(&DbSource(&c), now_ms()) {
+                let a = e.alerts.iter().find(|a| match ev {
+                    crate::alerts::Event::Fired(id) | crate::alerts::Event::Resolved(id) => {
+                        a.id == id
+                    }
+                });
+                if let Some(a) = a {
+                    eprintln!(
+                        "llm-rum-collector: alert {} {} ({}: {:.0})",
+                        a.id, a.state, a.budget, a.value
+                    );
+                }
+            }
+        })
+        .await;
+    }
+}

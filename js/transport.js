@@ -1,0 +1,160 @@
+// Sends what the core's beacon queue decides to send (src/core/transport.rs owns batching,
+// sizes, backoff, dedupe). This file only moves payloads and reports outcomes:
+// - normal flushes: fetch, with `keepalive` while the page's keepalive quota allows (Fetch
+//   §4.5: 64 KiB of keepalive bodies in flight per document, shared with sendBeacon);
+// - urgent flushes (hidden / pagehide): navigator.sendBeacon; when it refuses, smaller
+//   payloads; what still cannot go is persisted to localStorage (bounded) and sent by the
+//   next page load;
+// - text/plain bodies: a CORS-safelisted content type, so no preflight (Fetch §3.2.3).
+// The SDK's own requests use the native fetch, so it never measures its beacons.
+
+const MAX_PAYLOAD = 60 * 1024;
+const MIN_PAYLOAD = 4 * 1024;
+const KEEPALIVE_QUOTA = 64 * 1024;
+const PERSIST_KEY = 'llm-rum:queue';
+const PERSIST_MAX = 256 * 1024;
+
+/** Retry-After (seconds or an HTTP date) in ms, or -1. */
+function retryAfter(res) {
+  const v = res.headers.get('retry-after');
+  if (!v) return -1;
+  const s = Number(v);
+  if (Number.isFinite(s)) return s * 1000;
+  const d = Date.parse(v);
+  return Number.isFinite(d) ? Math.max(0, d - Date.now()) : -1;
+}
+
+/**
+ * `live()` → the core or null; `url` the collector; `nativeFetch`; `fail(e)` disables.
+ * Returns { schedule(), flush(reason), urgent(reason), restore(), stop() }.
+ */
+export function makeTransport(live, url, nativeFetch, fail) {
+  const g = globalThis;
+  const nav = g.navigator;
+  let timer = 0;
+  let keepaliveBytes = 0;
+  const page = () => (g.location ? g.location.pathname : '');
+  const offline = () => !!nav && nav.onLine === false;
+
+  const guard = (f) => {
+    const core = live();
+    if (!core) return undefined;
+    try {
+      return f(core);
+    } catch (e) {
+      fail(e);
+      return undefined;
+    }
+  };
+
+  function schedule() {
+    guard((core) => {
+      const at = core.transport_due_at();
+      if (timer) clearTimeout(timer);
+      timer = 0;
+      if (at >= 0 && !offline()) timer = setTimeout(() => flush('timer'), Math.max(0, at - performance.now()));
+    });
+  }
+
+  function send(payload, batch) {
+    // Payloads are ASCII but for page paths and header values: length ≈ bytes; count
+    // generously so the keepalive quota is never overrun.
+    const size = payload.length * 2;
+    const keepalive = keepaliveBytes + size <= KEEPALIVE_QUOTA;
+    if (keepalive) keepaliveBytes += size;
+    const done = (status, after) => guard((core) => core.transport_result(batch, performance.now(), status, after, Math.random()));
+    return nativeFetch
+      .call(g, url, { method: 'POST', body: payload, keepalive, headers: { 'content-type': 'text/plain;charset=UTF-8' } })
+      .then(
+        (res) => done(res.status, retryAfter(res)),
+        () => done(0, -1),
+      )
+      .finally(() => {
+        if (keepalive) keepaliveBytes -= size;
+        schedule();
+      });
+  }
+
+  /** A normal flush: everything that may go now, as fetches. */
+  function flush(reason) {
+    if (offline()) return Promise.resolve();
+    const sends = [];
+    guard((core) => {
+      for (let i = 0; i < 64; i++) {
+        const payload = core.transport_take(MAX_PAYLOAD, reason, false, page(), performance.now());
+        if (payload === undefined) break;
+        sends.push(send(payload, core.transport_last_batch()));
+      }
+    });
+    schedule();
+    return Promise.all(sends).then(() => undefined);
+  }
+
+  /** Page hidden or going away: partial records for running streams, sendBeacon, persist. */
+  function urgent(reason) {
+    guard((core) => {
+      const t = performance.now();
+      core.snapshot_running(t);
+      let max = MAX_PAYLOAD;
+      for (let i = 0; i < 64 && core.transport_queued() > 0; i++) {
+        const payload = core.transport_take(max, reason, true, page(), t);
+        if (payload !== undefined) {
+          const batch = core.transport_last_batch();
+          let ok = false;
+          try {
+            ok = !!(nav && nav.sendBeacon && nav.sendBeacon(url, payload));
+          } catch {
+            ok = false;
+          }
+          // Accepted: no answer will come. Refused: back to the front of the queue.
+          core.transport_result(batch, t, ok ? 200 : 0, -1, 0);
+          if (ok) continue;
+        }
+        // Refused (quota) or too big for this allowance: try smaller pieces.
+        if (max <= MIN_PAYLOAD) break;
+        max >>= 1;
+      }
+      if (core.transport_queued() > 0) {
+        const rest = core.transport_persist();
+        try {
+          const prev = g.localStorage.getItem(PERSIST_KEY) || '';
+          g.localStorage.setItem(PERSIST_KEY, (prev + rest).slice(-PERSIST_MAX));
+        } catch {
+          /* storage unavailable or full: those records are lost, as with any beacon */
+        }
+      }
+    });
+    // If the page stays (hidden then shown), anything requeued goes out normally.
+    schedule();
+  }
+
+  /** Records persisted by an earlier page load. */
+  function restore() {
+    let text = null;
+    try {
+      text = g.localStorage && g.localStorage.getItem(PERSIST_KEY);
+      if (text) g.localStorage.removeItem(PERSIST_KEY);
+    } catch {
+      text = null;
+    }
+    if (text) {
+      guard((core) => core.transport_restore(text, performance.now()));
+      flush('restore');
+    }
+  }
+
+  const onOnline = () => flush('online');
+  if (g.addEventListener) g.addEventListener('online', onOnline);
+
+  return {
+    schedule,
+    flush: () => flush('manual'),
+    urgent,
+    restore,
+    stop() {
+      if (timer) clearTimeout(timer);
+      timer = 0;
+      if (g.removeEventListener) g.removeEventListener('online', onOnline);
+    },
+  };
+}
