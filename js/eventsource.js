@@ -46,7 +46,8 @@ function resourceEntry(url, since, cb) {
 export function makeEventSource(ctx, Native, deliver, param) {
   const state = new WeakMap();
   if (typeof param != 'string') param = '';
-  const begin = (core, m, t, first) => core.es_begin(m.url, t, performance.timeOrigin + t, ctx.random(), first, !!param);
+  // Reconnect attempts are not caused by a user action: no interaction (-1).
+  const begin = (core, m, t, first) => core.es_begin(m.url, t, performance.timeOrigin + t, ctx.random(), first, !!param, -1);
 
   // One connection attempt ended at `t`: its record is finished when the Resource Timing
   // entry (serverTiming, request start) showed up, or after 1 s. The app never waits.
@@ -107,9 +108,7 @@ export function makeEventSource(ctx, Native, deliver, param) {
       try {
         if (abs && ctx.match(abs, 'GET')) {
           m = { url: abs, target: abs, since: t, r: ctx.random(), types: new Set(['open', 'error', 'message', 'trace']) };
-          m.h = core.es_begin(abs, t, performance.timeOrigin + t, m.r, [], !!param);
-          const it = ctx.interaction(t);
-          if (it >= 0) core.interaction(m.h, it);
+          m.h = core.es_begin(abs, t, performance.timeOrigin + t, m.r, [], !!param, ctx.interaction(t));
           const tp = param && core.traceparent(m.h);
           if (tp) {
             const u = new URL(abs);
@@ -128,7 +127,7 @@ export function makeEventSource(ctx, Native, deliver, param) {
         super(...args);
       } catch (e) {
         try {
-          if (m) core.discard(m.h);
+          if (m) core.end(m.h, 0, 4); // forget: no record
         } catch {
           /* the app gets the native error */
         }

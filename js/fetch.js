@@ -13,6 +13,7 @@
 export const OK = 0;
 export const ABORTED = 1;
 export const ERROR = 2;
+export const FORGET = 4; // end without a record
 
 /** The error a fetch/stream failed with → outcome code. */
 function outcomeOf(err) {
@@ -45,9 +46,7 @@ export function makeFetch(ctx) {
       const m = ctx.match(url, method);
       if (m) {
         measureAny = m === 2;
-        h = core.begin(url, method, t, performance.timeOrigin + t, ctx.random(), undefined);
-        const it = ctx.interaction(t);
-        if (it >= 0) core.interaction(h, it);
+        h = core.begin(url, method, t, performance.timeOrigin + t, ctx.random(), ctx.interaction(t));
         const tp = core.traceparent(h);
         if (tp) args = withTraceparent(core, h, tp, input, init);
       }
@@ -91,7 +90,7 @@ function onResponse(ctx, h, res, measureAny) {
     const t = performance.now();
     // Opaque responses expose nothing (no status, headers or body).
     if (res.type === 'opaque' || res.type === 'opaqueredirect') {
-      core.discard(h);
+      core.end(h, t, FORGET);
       return res;
     }
     if (!core.response(h, t, res.status, res.headers, measureAny)) return res;

@@ -52,17 +52,19 @@ async function loadCore(opts, sampled, session) {
   const wasm = await import('./wasm/llm_rum.js');
   await wasm.default(opts.wasmUrl ? { module_or_path: opts.wasmUrl } : undefined);
   const origin = globalThis.location ? globalThis.location.origin : '';
-  const core = new wasm.Core(
+  const budgets = Object.entries(opts.budgets);
+  return new wasm.Core(
     origin,
     opts.propagateTraceUrls.join('\n'),
-    opts.correlationHeaders.join('\n'),
+    opts.correlationHeaders.map((h) => h.toLowerCase()).join('\n'),
     opts.stallThresholdMs,
     opts.stripQuery,
     sampled,
+    budgets.map((b) => b[0]).join('\n'),
+    new Float64Array(budgets.map((b) => b[1])),
+    opts.collector ? 'llm-rum/' + VERSION : '',
+    session,
   );
-  for (const [metric, limit] of Object.entries(opts.budgets)) core.add_budget(metric, limit);
-  if (opts.collector) core.transport_enable('llm-rum/' + VERSION, session);
-  return core;
 }
 
 function makeMatcher(opts, state) {
@@ -99,6 +101,7 @@ export async function init(options) {
     core: null,
     lastInteraction: -1,
     listeners: [],
+    unloading: false,
     warnOnce(key, message, err) {
       if (!warned.has(key)) {
         warned.add(key);
@@ -151,6 +154,9 @@ export async function init(options) {
     end(h, outcome) {
       const core = state.core;
       if (!core) return;
+      // A stream cut because the page is unloading was not an error or the user's abort:
+      // the browser tears fetches down after pagehide. Report it as partial (DESIGN.md §1).
+      if (state.unloading && outcome !== 0) outcome = 3;
       // Called from stream callbacks: nothing may escape into the app's stream.
       try {
         core.end(h, performance.now(), outcome);
@@ -178,17 +184,24 @@ export async function init(options) {
     state.listeners.push(() => target.removeEventListener(type, fn, opt));
   };
   if (state.core && g.document) {
-    listen(g.document, 'visibilitychange', () => {
-      if (g.document.visibilityState === 'hidden') {
-        try {
-          if (state.core) state.core.hidden();
-        } catch (e) {
-          fail(e);
-        }
-        if (transport) transport.urgent('hidden');
+    // Hidden or unloading: flag running streams, queue their partial records, send urgently.
+    const hide = (reason) => {
+      try {
+        if (state.core) state.core.page_hidden(performance.now());
+      } catch (e) {
+        fail(e);
       }
+      if (transport) transport.urgent(reason);
+    };
+    listen(g.document, 'visibilitychange', () => g.document.visibilityState === 'hidden' && hide('hidden'));
+    listen(g, 'pagehide', (e) => {
+      state.unloading = !e.persisted;
+      hide('pagehide');
     });
-    listen(g, 'pagehide', () => transport && transport.urgent('pagehide'));
+    // Back from the back/forward cache: the page lives on.
+    listen(g, 'pageshow', () => {
+      state.unloading = false;
+    });
   }
 
   let patched = false;

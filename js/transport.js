@@ -90,13 +90,13 @@ export function makeTransport(live, url, nativeFetch, fail) {
     return Promise.all(sends).then(() => undefined);
   }
 
-  /** Page hidden or going away: partial records for running streams, sendBeacon, persist. */
+  /** Page hidden or going away (the core has queued partial records): sendBeacon, persist. */
   function urgent(reason) {
     guard((core) => {
       const t = performance.now();
-      core.snapshot_running(t);
       let max = MAX_PAYLOAD;
-      for (let i = 0; i < 64 && core.transport_queued() > 0; i++) {
+      // transport_due_at() < 0: the queue is empty.
+      for (let i = 0; i < 64 && core.transport_due_at() >= 0; i++) {
         const payload = core.transport_take(max, reason, true, page(), t);
         if (payload !== undefined) {
           const batch = core.transport_last_batch();
@@ -114,7 +114,7 @@ export function makeTransport(live, url, nativeFetch, fail) {
         if (max <= MIN_PAYLOAD) break;
         max >>= 1;
       }
-      if (core.transport_queued() > 0) {
+      if (core.transport_due_at() >= 0) {
         const rest = core.transport_persist();
         try {
           const prev = g.localStorage.getItem(PERSIST_KEY) || '';

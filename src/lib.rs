@@ -34,15 +34,18 @@ pub mod exports {
         correlation: Vec<String>,
     }
 
+    /// Non-empty lines (lists cross the boundary as one newline-joined string: cheapest).
     fn lines(s: &str) -> Vec<String> {
-        s.split('\n').map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect()
+        s.split('\n').filter(|l| !l.is_empty()).map(String::from).collect()
     }
 
     #[wasm_bindgen]
     impl Core {
-        /// `propagate` and `correlation` are newline-separated lists (plain strings are the
-        /// cheapest thing to pass across the boundary).
+        /// `propagate`, `correlation` (lower-case names): newline-separated lists.
+        /// `budget_names`/`budget_limits`: parallel lists. `sdk`/`session`: the beacon
+        /// envelope; an empty `sdk` means no collector (no beacon queue).
         #[wasm_bindgen(constructor)]
+        #[allow(clippy::too_many_arguments)]
         pub fn new(
             page_origin: String,
             propagate: &str,
@@ -50,33 +53,31 @@ pub mod exports {
             stall_threshold_ms: f64,
             strip_query: bool,
             sampled: bool,
+            budget_names: &str,
+            budget_limits: &[f64],
+            sdk: &str,
+            session: &str,
         ) -> Core {
-            let cfg = Config {
-                stall_threshold_ms,
-                page_origin,
-                propagate: lines(propagate),
-                budgets: Vec::new(),
-                strip_query,
-                sampled,
-            };
-            let correlation = lines(correlation).into_iter().map(|s| s.to_ascii_lowercase()).collect();
-            Core { session: Session::new(cfg), correlation }
+            let budgets = lines(budget_names)
+                .into_iter()
+                .zip(budget_limits)
+                .map(|(metric, &limit)| Budget { metric, limit })
+                .collect();
+            let cfg = Config { stall_threshold_ms, page_origin, propagate: lines(propagate), budgets, strip_query, sampled };
+            let mut state = Session::new(cfg);
+            if !sdk.is_empty() {
+                state.transport = Some(Transport::new(sdk, session));
+            }
+            Core { session: state, correlation: lines(correlation) }
         }
 
-        pub fn add_budget(&mut self, metric: &str, limit: f64) {
-            self.session.cfg.budgets.push(Budget { metric: metric.into(), limit });
-        }
-
-        pub fn begin(
-            &mut self,
-            url: &str,
-            method: &str,
-            t: f64,
-            epoch_ms: f64,
-            random: &[u8],
-            app_traceparent: Option<String>,
-        ) -> u32 {
-            self.session.begin(url, method, t, epoch_ms, random, app_traceparent.as_deref())
+        /// Starts a fetch request's record. `interaction`: the user action's time, or < 0.
+        pub fn begin(&mut self, url: &str, method: &str, t: f64, epoch_ms: f64, random: &[u8], interaction: f64) -> u32 {
+            let h = self.session.begin(url, method, t, epoch_ms, random, None);
+            if let Some(tl) = self.session.get(h) {
+                tl.interaction = (interaction >= 0.0).then_some(interaction);
+            }
+            h
         }
 
         pub fn traceparent(&mut self, h: u32) -> String {
@@ -85,17 +86,6 @@ pub mod exports {
 
         pub fn adopt_traceparent(&mut self, h: u32, value: &str) {
             self.session.adopt_traceparent(h, value);
-        }
-
-        /// The user's action that caused this request (performance.now() ms).
-        pub fn interaction(&mut self, h: u32, t: f64) {
-            if let Some(tl) = self.session.get(h) {
-                tl.interaction = Some(t);
-            }
-        }
-
-        pub fn discard(&mut self, h: u32) {
-            self.session.discard(h);
         }
 
         /// Response headers arrived. Returns false (and forgets the request) when it is not
@@ -118,16 +108,34 @@ pub mod exports {
             }
         }
 
-        /// `outcome`: 0 ok, 1 aborted, 2 error, 3 partial.
+        /// `outcome`: 0 ok, 1 aborted, 2 error, 3 partial; 4 = forget it, no record (the
+        /// request turned out not to be measured).
         pub fn end(&mut self, h: u32, t: f64, outcome: u32) {
-            self.session.end(h, t, Outcome::from_code(outcome));
+            if outcome == 4 {
+                self.session.discard(h);
+            } else {
+                self.session.end(h, t, Outcome::from_code(outcome));
+            }
         }
 
         // ---- EventSource (issue 4): js/eventsource.js stamps times and moves event data ----
 
         /// Begins one connection attempt's record (see `Session::begin_eventsource`).
-        pub fn es_begin(&mut self, url: &str, t: f64, epoch_ms: f64, random: &[u8], first: &[u8], send_trace: bool) -> u32 {
-            self.session.begin_eventsource(url, t, epoch_ms, random, first, send_trace)
+        pub fn es_begin(
+            &mut self,
+            url: &str,
+            t: f64,
+            epoch_ms: f64,
+            random: &[u8],
+            first: &[u8],
+            send_trace: bool,
+            interaction: f64,
+        ) -> u32 {
+            let h = self.session.begin_eventsource(url, t, epoch_ms, random, first, send_trace);
+            if let Some(tl) = self.session.get(h) {
+                tl.interaction = (interaction >= 0.0).then_some(interaction);
+            }
+            h
         }
 
         /// One message event as the page received it; the `open` event with `event_type` ""
@@ -165,29 +173,23 @@ pub mod exports {
             }
         }
 
-        /// The page became hidden: every running stream is flagged.
-        pub fn hidden(&mut self) {
+        /// The page is being hidden or unloaded: every running stream is flagged `hidden`,
+        /// and (with a collector) a `partial` record of each is queued for the urgent flush.
+        pub fn page_hidden(&mut self, t: f64) {
             for h in self.session.running() {
                 if let Some(tl) = self.session.get(h) {
                     tl.hidden = true;
                 }
             }
+            self.session.snapshot_running(t);
         }
 
         // ---- beacon transport: the core decides (queue, batching, backoff); js/transport.js sends ----
 
-        /// Turns the beacon queue on (a collector is configured).
-        pub fn transport_enable(&mut self, sdk: &str, session: &str) {
-            self.session.transport = Some(Transport::new(sdk, session));
-        }
-
-        /// When the next non-urgent flush is due (performance.now() ms), or -1.
+        /// When the next non-urgent flush is due (performance.now() ms), or -1 when the queue
+        /// is empty.
         pub fn transport_due_at(&self) -> f64 {
             self.session.transport.as_ref().and_then(Transport::due_at).unwrap_or(-1.0)
-        }
-
-        pub fn transport_queued(&self) -> u32 {
-            self.session.transport.as_ref().map_or(0, |t| t.queued() as u32)
         }
 
         /// The next payload (≤ `max_bytes`), or undefined; `urgent` ignores the backoff hold.
@@ -216,11 +218,6 @@ pub mod exports {
             if let Some(tr) = self.session.transport.as_mut() {
                 tr.restore(text, t);
             }
-        }
-
-        /// Page hidden/unloading: queue `partial` records for the running requests.
-        pub fn snapshot_running(&mut self, t: f64) {
-            self.session.snapshot_running(t);
         }
 
         /// Finished records as a JSON array text ("" when none).

@@ -4,7 +4,7 @@ import { test, expect } from '@playwright/test';
 import fs from 'node:fs';
 import { measure, BUDGET_BROTLI } from '../../scripts/size.js';
 
-test('shipped wasm + glue + facade stay within 30 KB brotli', () => {
+test('shipped wasm + glue + facade stay within the size guard (target 30 KB brotli)', () => {
   const { rows, total } = measure('dist');
   console.log(rows.map((r) => `${r.file}: ${r.raw} B raw, ${r.gzip} B gzip, ${r.brotli} B brotli`).join('\n'));
   expect(rows.map((r) => r.file).sort()).toEqual(['index.js', 'wasm/llm_rum.js', 'wasm/llm_rum_bg.wasm']);
