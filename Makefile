@@ -15,7 +15,7 @@ build: setup
 	bash scripts/build.sh
 
 bench: build
-	cargo build --quiet --release -p llm-rum-demo
+	cargo build --quiet --release -p llm-rum-demo -p llm-rum-collector
 	node scripts/bench.js
 
 size: build

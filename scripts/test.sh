@@ -26,7 +26,7 @@ layer() {
 }
 
 layer build bash scripts/build.sh || { echo "0 passed, 1 failed"; exit 1; }
-layer "server build" cargo build --quiet --release -p llm-rum-demo || { echo "0 passed, 1 failed"; exit 1; }
+layer "server build" cargo build --quiet --release -p llm-rum-demo -p llm-rum-collector || { echo "0 passed, 1 failed"; exit 1; }
 
 echo "=== native tests (cargo test --workspace)"
 cargo test --workspace 2>&1 | tee test-results/cargo.log
