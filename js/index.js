@@ -173,8 +173,16 @@ export async function init(options) {
     state.core && typeof nativeEventSource === 'function'
       ? makeEventSource(ctx, nativeEventSource, () => deliver(), options && options.traceparentQueryParam)
       : nativeEventSource;
+  let encode = null;
+  if (state.core && opts.collector && opts.exporter === 'otlp') {
+    try {
+      encode = (await import('./otlp.js')).toOtlp;
+    } catch (e) {
+      warn('the OTLP exporter did not load; sending v1 JSON beacons', e);
+    }
+  }
   const transport =
-    state.core && opts.collector ? makeTransport(() => state.core, new URL(opts.collector, state.base()).href, nativeFetch, fail) : null;
+    state.core && opts.collector ? makeTransport(() => state.core, new URL(opts.collector, state.base()).href, nativeFetch, fail, encode) : null;
   if (transport) transport.restore();
   const flushNow = () => (transport ? transport.flush() : Promise.resolve());
 

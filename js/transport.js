@@ -25,10 +25,11 @@ function retryAfter(res) {
 }
 
 /**
- * `live()` → the core or null; `url` the collector; `nativeFetch`; `fail(e)` disables.
+ * `live()` → the core or null; `url` the collector; `nativeFetch`; `fail(e)` disables;
+ * `encode`: null for the v1 JSON beacon, or a payload → OTLP/HTTP JSON converter (otlp.js).
  * Returns { schedule(), flush(reason), urgent(reason), restore(), stop() }.
  */
-export function makeTransport(live, url, nativeFetch, fail) {
+export function makeTransport(live, url, nativeFetch, fail, encode) {
   const g = globalThis;
   const nav = g.navigator;
   let timer = 0;
@@ -63,8 +64,18 @@ export function makeTransport(live, url, nativeFetch, fail) {
     const keepalive = keepaliveBytes + size <= KEEPALIVE_QUOTA;
     if (keepalive) keepaliveBytes += size;
     const done = (status, after) => guard((core) => core.transport_result(batch, performance.now(), status, after, Math.random()));
+    let body = payload;
+    try {
+      if (encode) body = encode(payload);
+    } catch (e) {
+      fail(e);
+      return Promise.resolve();
+    }
+    // OTLP/HTTP JSON must be application/json (a CORS preflight: the OpenTelemetry
+    // Collector's receiver answers it when configured with cors.allowed_origins).
+    const type = encode ? 'application/json' : 'text/plain;charset=UTF-8';
     return nativeFetch
-      .call(g, url, { method: 'POST', body: payload, keepalive, headers: { 'content-type': 'text/plain;charset=UTF-8' } })
+      .call(g, url, { method: 'POST', body, keepalive, headers: { 'content-type': type } })
       .then(
         (res) => done(res.status, retryAfter(res)),
         () => done(0, -1),
@@ -92,6 +103,18 @@ export function makeTransport(live, url, nativeFetch, fail) {
 
   /** Page hidden or going away (the core has queued partial records): sendBeacon, persist. */
   function urgent(reason) {
+    // sendBeacon can only send a CORS-safelisted type, which an OTLP receiver refuses:
+    // OTLP goes out as keepalive fetches instead (no persistence for what does not fit).
+    if (encode) {
+      guard((core) => {
+        for (let i = 0; i < 64; i++) {
+          const payload = core.transport_take(MAX_PAYLOAD, reason, true, page(), performance.now());
+          if (payload === undefined) break;
+          send(payload, core.transport_last_batch());
+        }
+      });
+      return;
+    }
     guard((core) => {
       const t = performance.now();
       let max = MAX_PAYLOAD;

@@ -32,3 +32,11 @@ if [ ! -d node_modules/@playwright/test ] || [ ! -d node_modules/binaryen ] \
   say "installing npm dev dependencies"
   npm ci --no-audit --no-fund --loglevel=error
 fi
+
+# The OTLP exporter's test parses payloads with the official opentelemetry-proto definitions
+# (Python, from PyPI), in a private virtualenv.
+if [ ! -x .tools/venv/bin/python ] || ! .tools/venv/bin/python -c 'import opentelemetry.proto' 2>/dev/null; then
+  say "installing opentelemetry-proto (PyPI) into .tools/venv"
+  python3 -m venv .tools/venv
+  .tools/venv/bin/pip install -q --disable-pip-version-check opentelemetry-proto
+fi

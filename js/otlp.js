@@ -1,0 +1,118 @@
+// `exporter: 'otlp'`: the same records as OTLP/HTTP JSON (an ExportTraceServiceRequest), for
+// users who already run an OpenTelemetry Collector. Loaded on demand (a separate chunk), so
+// the default JSON exporter pays nothing for it. A pure re-shaping of the v1 records (the
+// core computed everything); OTLP/JSON rules: ids are hex strings, 64-bit integers are
+// decimal strings, enums are numbers (https://opentelemetry.io/docs/specs/otlp/#json-protobuf-encoding).
+//
+// One span per request: its span id is the one sent in `traceparent`, so the server's spans
+// are its children. Child spans for the client-side stages; span events for first token,
+// first paint and each stall.
+
+const CLIENT = 3; // SpanKind.SPAN_KIND_CLIENT
+const ERROR = 2; // Status.STATUS_CODE_ERROR
+
+/** Epoch milliseconds → unix nanoseconds as a decimal string (exact to the microsecond). */
+const nanos = (ms) => String(Math.round(ms * 1000)) + '000';
+
+const attr = (key, v) =>
+  typeof v === 'string'
+    ? { key, value: { stringValue: v } }
+    : typeof v === 'boolean'
+      ? { key, value: { boolValue: v } }
+      : Number.isInteger(v)
+        ? { key, value: { intValue: String(v) } }
+        : { key, value: { doubleValue: v } };
+
+/** Attributes for the defined values only. */
+const attrs = (pairs) => pairs.filter(([, v]) => v !== null && v !== undefined).map(([k, v]) => attr(k, v));
+
+/** A child span id: the record id with its last byte varied (unique within the trace). */
+const childId = (rid, i) => rid.slice(0, 14) + ((parseInt(rid.slice(14), 16) ^ (i + 1)) & 255).toString(16).padStart(2, '0');
+
+function spans(r) {
+  const t0 = r.startEpochMs;
+  const m = r.marks;
+  const at = (off) => nanos(t0 + off);
+  const end = m.end ?? m.lastToken ?? 0;
+  let path = r.url;
+  try {
+    path = new URL(r.url).pathname;
+  } catch {
+    /* keep the url */
+  }
+  const events = [];
+  const ev = (name, off, a = []) => off != null && events.push({ timeUnixNano: at(off), name, attributes: a });
+  ev('llm_rum.first_token', m.firstToken);
+  ev('llm_rum.first_paint', m.firstPaint);
+  ev('llm_rum.last_token', m.lastToken);
+  for (const s of r.stallList) ev('llm_rum.stall', s.start, attrs([['llm_rum.stall.duration_ms', s.dur], ['llm_rum.stall.cause', s.cause]]));
+  for (const [name, off] of Object.entries(r.userMarks)) ev('llm_rum.mark', off, attrs([['llm_rum.mark.name', name]]));
+
+  const main = {
+    traceId: r.traceId,
+    spanId: r.spanId,
+    name: `${r.method} ${path}`,
+    kind: CLIENT,
+    startTimeUnixNano: at(0),
+    endTimeUnixNano: at(end),
+    attributes: attrs([
+      // OpenTelemetry semantic conventions where one exists (HTTP client, GenAI usage).
+      ['http.request.method', r.method],
+      ['url.full', r.url],
+      ['http.response.status_code', r.status || null],
+      ['gen_ai.usage.output_tokens', r.outputTokens],
+      ['llm_rum.record_id', r.id],
+      ['llm_rum.outcome', r.outcome],
+      ['llm_rum.format', r.format],
+      ['llm_rum.transport', r.transport],
+      ['llm_rum.ttft_ms', r.ttft],
+      ['llm_rum.ttfp_ms', r.ttfp],
+      ['llm_rum.perceived_ttft_ms', r.perceivedTtft],
+      ['llm_rum.total_ms', r.total],
+      ['llm_rum.perceived_total_ms', r.perceivedTotal],
+      ['llm_rum.tpot_ms', r.tpot],
+      ['llm_rum.itl.p50_ms', r.itl.p50],
+      ['llm_rum.itl.p95_ms', r.itl.p95],
+      ['llm_rum.itl.max_ms', r.itl.max],
+      ['llm_rum.stalls.count', r.stalls.count],
+      ['llm_rum.stalls.total_ms', r.stalls.totalMs],
+      ['llm_rum.chars', r.chars],
+      ['llm_rum.hidden', r.hidden],
+      ...r.serverTiming.filter((e) => e.dur != null).map((e) => [`llm_rum.server.${e.name}_ms`, e.dur]),
+    ]),
+    events,
+    status: r.outcome === 'error' ? { code: ERROR } : {},
+  };
+  // Client-side stages as child spans, where both ends are known.
+  const stages = [
+    ['llm_rum.stage.waiting', 0, m.headers],
+    ['llm_rum.stage.first_token', m.headers, m.firstToken],
+    ['llm_rum.stage.decode', m.firstToken, m.lastToken],
+    ['llm_rum.stage.render', m.lastToken, m.lastPaint],
+  ];
+  const children = stages
+    .map(([name, a, b], i) =>
+      a != null && b != null
+        ? { traceId: r.traceId, spanId: childId(r.id, i), parentSpanId: r.spanId, name, kind: CLIENT, startTimeUnixNano: at(a), endTimeUnixNano: at(b) }
+        : null,
+    )
+    .filter(Boolean);
+  return [main, ...children];
+}
+
+/**
+ * A v1 beacon payload (from the core's queue) → an ExportTraceServiceRequest JSON text.
+ * Partial records are left out: OTLP backends do not dedupe, and the completed span follows.
+ */
+export function toOtlp(payload) {
+  const b = JSON.parse(payload);
+  const all = b.records.filter((r) => r.outcome !== 'partial').flatMap(spans);
+  return JSON.stringify({
+    resourceSpans: [
+      {
+        resource: { attributes: attrs([['service.name', 'llm-rum-browser'], ['telemetry.sdk.name', 'llm-rum'], ['telemetry.sdk.version', b.sdk.split('/')[1] || ''], ['session.id', b.session], ['llm_rum.page', b.page]]) },
+        scopeSpans: [{ scope: { name: 'llm-rum', version: b.sdk.split('/')[1] || '' }, spans: all }],
+      },
+    ],
+  });
+}
