@@ -7,7 +7,10 @@ export type Matcher = string | RegExp | ((url: string, info: { method: string })
 export interface RumOptions {
   /** Beacon URL (records are POSTed as text/plain JSON). Omit to use `onRecord` only. */
   collector?: string | URL | null;
-  /** 'json' (the v1 beacon) or 'otlp' (OTLP/HTTP JSON). Default 'json'. */
+  /**
+   * 'json' (the v1 beacon, for the llm-rum collector) or 'otlp' (OTLP/HTTP JSON spans, for an
+   * OpenTelemetry Collector's /v1/traces; loaded on demand; completed records only). Default 'json'.
+   */
   exporter?: 'json' | 'otlp';
   /**
    * Which requests to measure. When given, matched requests are measured whatever their
