@@ -171,7 +171,7 @@ export async function init(options) {
   // EventSource (issue 4): a subclass of the native class, or the native class itself.
   const rumES =
     state.core && typeof nativeEventSource === 'function'
-      ? makeEventSource(ctx, nativeEventSource, () => deliver(), options && options.traceparentQueryParam)
+      ? makeEventSource(ctx, nativeEventSource, () => deliver(), opts.traceparentQueryParam)
       : nativeEventSource;
   let encode = null;
   if (state.core && opts.collector && opts.exporter === 'otlp') {

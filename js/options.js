@@ -15,6 +15,7 @@ const DEFAULTS = {
   onRecord: null,
   stripQuery: true,
   wasmUrl: null,
+  traceparentQueryParam: null,
 };
 
 const isList = (v) => Array.isArray(v) && v.every((s) => typeof s === 'string');
@@ -57,6 +58,7 @@ export function normalize(options) {
   take('stripQuery', (v) => typeof v === 'boolean', 'expected a boolean');
   take('wasmUrl', (v) => v === null || typeof v === 'string' || v instanceof URL, 'expected a URL');
   take('observe', () => true, '');
+  take('traceparentQueryParam', (v) => v === null || (typeof v === 'string' && /^[\w.-]+$/.test(v)), 'expected a query parameter name');
   if (o.collector) o.collector = String(o.collector);
   if (o.match && !Array.isArray(o.match)) o.match = [o.match];
   return [o, problems];
