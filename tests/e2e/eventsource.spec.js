@@ -8,8 +8,9 @@ import { test, expect } from '@playwright/test';
 import { ORIGIN, OTHER, testId, truth, openPage, percentile, contentWrites, gaps, lag } from './util.js';
 
 const TOL = 3;
-const TOL_WAKE = 5;
-const TOL_BUSY = 5;
+// Single-message lags in the secondary tests: a sanity bound only (one delivery can wait for
+// scheduling on this shared machine); accuracy is the first test's job, with statistics.
+const TOL_ONE = 20;
 // Event data carrying non-empty answer text, in the formats used here (the app's own view).
 const CONTENT = /"(content|delta|text)":"[^"]/;
 
@@ -21,12 +22,9 @@ async function stream(page, query, opts = {}) {
     async ({ url, opts }) => {
       const h = await import('/helpers.js');
       const { events, rec } = await h.esStream(url, opts);
-      const first = events.find((e) => CONTENT_RE.test(e.data));
-      return {
-        rec,
-        events,
-        appFirst: first ? performance.timeOrigin + first.t - rec.startEpochMs : null,
-      };
+      // The app's onmessage times of content messages, as offsets from the record's start.
+      const app = events.filter((e) => CONTENT_RE.test(e.data)).map((e) => performance.timeOrigin + e.t - rec.startEpochMs);
+      return { rec, events, app, appFirst: app.length ? app[0] : null };
     },
     { url, opts },
   );
@@ -48,7 +46,7 @@ test.afterEach(async ({ page }) => {
 });
 
 test('ttft, gaps, the scripted stall and the server trace match the ground truth', async ({ page }) => {
-  const { rec, appFirst, events, truth: t } = await stream(page, 'prefill_ms=300&gap_ms=30&jitter_ms=8&seed=7&tokens=40&stall_at=20&stall_ms=400');
+  const { rec, app, appFirst, events, truth: t } = await stream(page, 'prefill_ms=300&gap_ms=30&jitter_ms=8&seed=7&tokens=40&stall_at=20&stall_ms=400');
   const writes = contentWrites(t);
   expect(writes.length).toBe(40);
 
@@ -70,21 +68,35 @@ test('ttft, gaps, the scripted stall and the server trace match the ground truth
   expect(rec.marks.headers).toBeLessThan(rec.ttft - 200);
   expect(lag(rec, rec.marks.headers, { epoch: t.received_unix_ms + t.headers_ms })).toBeGreaterThan(-0.5);
 
-  // The SDK's stamp vs the app's own onmessage of that event (the SDK's listener runs first).
+  // 1. The SDK's own error, strictly: its stamps vs the app's own onmessage of the same
+  //    messages (the SDK's listener runs first).
+  expect(app).toHaveLength(40);
   expect(Math.abs(rec.ttft - appFirst)).toBeLessThan(1);
-  for (const [offset, w, tol] of [[rec.ttft, writes[0], TOL_WAKE], [rec.total, writes[writes.length - 1], TOL]]) {
-    expect(lag(rec, offset, w)).toBeGreaterThan(-0.5);
-    expect(lag(rec, offset, w)).toBeLessThan(tol);
+  expect(Math.abs(rec.total - app[39])).toBeLessThan(1);
+  const appGaps = gaps(app);
+  expect(rec.itl.n).toBe(39);
+  for (const [k, q] of [['p50', 0.5], ['p95', 0.95], ['p99', 0.99]]) {
+    const exact = percentile(appGaps, q);
+    expect(Math.abs(rec.itl[k] - exact), `itl.${k}: ${rec.itl[k]} vs the app's ${exact}`).toBeLessThan(1 + 0.01 * exact);
   }
+  expect(Math.abs(rec.itl.max - Math.max(...appGaps))).toBeLessThan(1);
+  expect(rec.stalls.count).toBe(1);
+  expect(Math.abs(rec.stallList[0].dur - appGaps[19])).toBeLessThan(1);
+
+  // 2. Against the server's send times (wall clock): the median delivery lag within 3 ms,
+  //    every message within 20 ms, the gap statistics within 3 ms (+1 %) or, when the machine
+  //    delayed some deliveries, within the observed lag spread (see fetch-metrics.spec.js).
+  const lags = writes.map((w, i) => rec.startEpochMs + app[i] - w.epoch);
+  expect(Math.min(...lags)).toBeGreaterThan(-0.5);
+  expect(percentile(lags, 0.5)).toBeLessThan(TOL);
+  expect(Math.max(...lags)).toBeLessThan(20);
+  const jitter = Math.max(...lags) - Math.min(...lags);
   const g = gaps(writes.map((w) => w.t_ms));
-  expect(rec.itl.n).toBe(g.length);
   for (const [k, q] of [['p50', 0.5], ['p95', 0.95], ['p99', 0.99]]) {
     const exact = percentile(g, q);
-    expect(Math.abs(rec.itl[k] - exact), `itl.${k}: ${rec.itl[k]} vs ${exact}`).toBeLessThan(TOL + 0.01 * exact);
+    expect(Math.abs(rec.itl[k] - exact), `itl.${k}: ${rec.itl[k]} vs the server's ${exact}`).toBeLessThan(Math.max(TOL, jitter) + 0.01 * exact);
   }
-  expect(Math.abs(rec.itl.max - Math.max(...g))).toBeLessThan(TOL);
-  expect(rec.stalls.count).toBe(1);
-  expect(Math.abs(rec.stallList[0].dur - g[19])).toBeLessThan(TOL);
+  expect(Math.abs(rec.stallList[0].dur - g[19])).toBeLessThan(Math.max(TOL, jitter));
 
   // No headers are visible to an EventSource: Server-Timing and the trace come from the
   // stream's Resource Timing entry at its end.
@@ -103,7 +115,7 @@ for (const [format, types, closeOn] of [
   ['openai-responses', ['response.output_text.delta', 'response.completed'], 'response.completed'],
   ['ai-sdk-ui', [], null],
 ]) {
-  test(`format ${format}: ${types.length ? 'named events' : 'onmessage'} counted, ttft within ${TOL_BUSY} ms`, async ({ page }) => {
+  test(`format ${format}: ${types.length ? 'named events' : 'onmessage'} counted, timed against the server`, async ({ page }) => {
     const { rec, events, truth: t } = await stream(page, `format=${format}&prefill_ms=100&gap_ms=25&tokens=24&split=1&pings=1&ids=1`, { types, closeOn });
     const writes = contentWrites(t);
     expect(rec.format).toBe(format);
@@ -114,8 +126,8 @@ for (const [format, types, closeOn] of [
     expect(rec.itl.n).toBe(writes.length - 1);
     expect(rec.stalls.count).toBe(0);
     expect(lag(rec, rec.ttft, writes[0])).toBeGreaterThan(-0.5);
-    expect(lag(rec, rec.ttft, writes[0])).toBeLessThan(TOL_BUSY);
-    expect(lag(rec, rec.total, writes[writes.length - 1])).toBeLessThan(TOL_BUSY);
+    expect(lag(rec, rec.ttft, writes[0])).toBeLessThan(TOL_ONE);
+    expect(lag(rec, rec.total, writes[writes.length - 1])).toBeLessThan(TOL_ONE);
     // `id: 0, 1, ...` are not trace ids: the trace still comes from Server-Timing.
     expect(rec.traceId).toBe(t.trace_id);
   });
@@ -238,12 +250,10 @@ test('a server-closed stream reconnects: two records, linked, each timed against
     const sentBefore = t.received_unix_ms - rec.startEpochMs;
     expect(sentBefore, `attempt ${i}: start → server receipt`).toBeGreaterThan(-0.5);
     if (i === 1) expect(sentBefore, 'reconnect: request start → server receipt').toBeLessThan(100);
-    // The first token after an idle wait (3 s for the reconnect: Chromium's processes are
-    // fully asleep) is bounded by delivery wake-up, as in fetch-metrics; the stream's last
-    // token by the 3 ms bound.
+    // Each attempt timed against its own server writes (sanity bound; see TOL_ONE).
     expect(lag(rec, rec.ttft, writes[0]), `attempt ${i}: first token`).toBeGreaterThan(-0.5);
-    expect(lag(rec, rec.ttft, writes[0]), `attempt ${i}: first token`).toBeLessThan(TOL_WAKE);
-    expect(lag(rec, rec.total, writes[writes.length - 1]), `attempt ${i}: last token`).toBeLessThan(TOL_WAKE);
+    expect(lag(rec, rec.ttft, writes[0]), `attempt ${i}: first token`).toBeLessThan(TOL_ONE);
+    expect(lag(rec, rec.total, writes[writes.length - 1]), `attempt ${i}: last token`).toBeLessThan(TOL_ONE);
   }
   expect(b.marks.headers).toBeGreaterThan(0);
   expect(b.startEpochMs - a.startEpochMs).toBeGreaterThan(1000);
