@@ -74,8 +74,14 @@ export function makeTransport(live, url, nativeFetch, fail, encode) {
     // OTLP/HTTP JSON must be application/json (a CORS preflight: the OpenTelemetry
     // Collector's receiver answers it when configured with cors.allowed_origins).
     const type = encode ? 'application/json' : 'text/plain;charset=UTF-8';
-    return nativeFetch
-      .call(g, url, { method: 'POST', body, keepalive, headers: { 'content-type': type } })
+    let sent;
+    try {
+      sent = nativeFetch.call(g, url, { method: 'POST', body, keepalive, headers: { 'content-type': type } });
+    } catch (e) {
+      sent = Promise.reject(e); // a synchronous throw is a failed send, not an SDK fault
+    }
+    // Retry-After is readable cross-origin only when the collector exposes it (ours does).
+    return sent
       .then(
         (res) => done(res.status, retryAfter(res)),
         () => done(0, -1),
