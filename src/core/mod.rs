@@ -9,6 +9,7 @@ pub mod hex;
 pub mod jsonscan;
 pub mod jsonw;
 pub mod math;
+pub mod paint;
 pub mod record;
 pub mod server_timing;
 pub mod session;
