@@ -26,6 +26,8 @@ layer() {
 }
 
 layer build bash scripts/build.sh || { echo "0 passed, 1 failed"; exit 1; }
+# A real app bundle of the package + the openai client (Vite), served to the e2e tests.
+layer "app bundle" node_modules/.bin/vite build --config tests/e2e/openai-app/vite.config.js || { echo "0 passed, 1 failed"; exit 1; }
 layer "server build" cargo build --quiet --release -p llm-rum-demo -p llm-rum-collector || { echo "0 passed, 1 failed"; exit 1; }
 
 echo "=== native tests (cargo test --workspace)"

@@ -409,6 +409,13 @@ impl Timeline {
                 self.on_content(t, &c);
             }
         }
+        // A reader cancelled after the stream's own end marker is a complete answer: clients
+        // such as openai-node stop reading at `[DONE]` and cancel the body (seen in
+        // tests/e2e/openai.spec.js). Reporting those as aborted would mislabel every answer.
+        let outcome = match outcome {
+            Outcome::Aborted if self.content.done => Outcome::Ok,
+            o => o,
+        };
         let outcome = match outcome {
             Outcome::Ok if self.status >= 400 || self.content.error_event => Outcome::Error,
             o => o,
