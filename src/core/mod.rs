@@ -21,4 +21,6 @@ pub mod traceparent;
 pub mod transport;
 pub mod utf8;
 #[cfg(test)]
+mod test_rng;
+#[cfg(test)]
 mod timeline_tests;

@@ -540,25 +540,10 @@ fn max_span<T: Bucket>(v: &[T]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::test_rng::Rng;
 
     const F: f64 = FRAME_MS;
 
-    /// xorshift64* — a tiny deterministic PRNG so tests need no crate.
-    struct Rng(u64);
-    impl Rng {
-        fn next_u64(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-        fn unit(&mut self) -> f64 {
-            (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next_u64() % n
-        }
-    }
 
     #[derive(Clone, Copy, Debug)]
     enum Ev {

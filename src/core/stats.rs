@@ -225,25 +225,8 @@ impl LogHistogram {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::test_rng::Rng;
 
-    /// xorshift64* — a tiny deterministic PRNG so tests need no crate.
-    struct Rng(u64);
-    impl Rng {
-        fn next_u64(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-        /// Uniform in [0, 1).
-        fn unit(&mut self) -> f64 {
-            (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-        }
-        /// Approximately standard normal (Irwin–Hall with 12 uniforms).
-        fn normal(&mut self) -> f64 {
-            (0..12).map(|_| self.unit()).sum::<f64>() - 6.0
-        }
-    }
 
     fn exact(sorted: &[f64], q: f64) -> f64 {
         let r = nearest_rank(q, sorted.len() as u32).unwrap();

@@ -292,6 +292,7 @@ fn text_content(chars: u32, c: &mut Content) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::test_rng::Rng;
     use crate::core::sse::MAX_LINE;
 
     fn run(ct: &str, ai: bool, chunks: &[&[u8]]) -> (Content, Format, bool) {
@@ -602,18 +603,6 @@ data: [DONE]\n\n";
         assert!(!d.overflowed());
     }
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-    }
 
     #[test]
     fn garbage_never_panics() {
@@ -625,10 +614,10 @@ data: [DONE]\n\n";
             for ai in [false, true] {
                 for round in 0..200 {
                     let mut d = StreamDecoder::new(ct, ai);
-                    let len = rng.below(300);
+                    let len = rng.index(300);
                     let body: Vec<u8> = (0..len)
                         .map(|_| {
-                            let r = rng.next();
+                            let r = rng.next_u64();
                             if r.is_multiple_of(4) {
                                 b"\n\r:{}[]\"\\ data"[(r >> 8) as usize % 14]
                             } else {
@@ -638,7 +627,7 @@ data: [DONE]\n\n";
                         .collect();
                     let mut pos = 0;
                     while pos < body.len() {
-                        let n = 1 + rng.below(body.len() - pos);
+                        let n = 1 + rng.index(body.len() - pos);
                         d.feed(&body[pos..pos + n]);
                         pos += n;
                     }
@@ -672,8 +661,8 @@ data: [DONE]\n\n";
         let mut rng = Rng(42);
         for round in 0..400 {
             let mut body = String::new();
-            for _ in 0..(1 + rng.below(12)) {
-                body.push_str(&events[rng.below(events.len())]);
+            for _ in 0..(1 + rng.index(12)) {
+                body.push_str(&events[rng.index(events.len())]);
             }
             if round % 5 == 0 {
                 body = body.replace('\n', "\r\n");
@@ -681,7 +670,7 @@ data: [DONE]\n\n";
             let b = body.as_bytes();
             let ct = if round % 7 == 0 { "" } else { "text/event-stream" };
             let (want, wf, _) = run(ct, false, &[b]);
-            let mut cuts: Vec<usize> = (0..rng.below(20)).map(|_| rng.below(b.len() + 1)).collect();
+            let mut cuts: Vec<usize> = (0..rng.index(20)).map(|_| rng.index(b.len() + 1)).collect();
             cuts.sort_unstable();
             let mut chunks: Vec<&[u8]> = Vec::new();
             let mut prev = 0;

@@ -2,6 +2,7 @@
 //! tests over random schedules (tiny xorshift PRNG: the core has no dependencies).
 
 use super::config::{Budget, Config};
+use super::test_rng::Rng;
 use super::jsonw::JsonWriter;
 use super::record::encode;
 use super::session::Session;
@@ -156,38 +157,26 @@ fn unsampled_sessions_record_nothing_and_say_so_in_traceparent() {
     assert!(s.take_finished().is_empty());
 }
 
-struct XorShift(u64);
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn float(&mut self, max: f64) -> f64 {
-        (self.next() % 1_000_000) as f64 / 1_000_000.0 * max
-    }
-}
 
 /// Properties over random schedules: ttft ≤ total; the gaps sum to the generation window
 /// (lastToken − firstToken); n = arrivals − 1; the stall count equals the gaps over the
 /// threshold; every record is well-formed enough to contain its keys once.
 #[test]
 fn properties_over_random_schedules() {
-    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     for _ in 0..300 {
         let cfg = Config { page_origin: "https://chat.example".into(), ..Config::default() };
         let mut s = Session::new(cfg);
         let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[5u8; 32], None);
         s.get(h).unwrap().on_headers(rng.float(100.0), 200, "text/event-stream", false);
         let mut t = 100.0;
-        let n = 1 + (rng.next() % 60) as usize;
+        let n = 1 + (rng.next_u64() % 60) as usize;
         let mut gaps = Vec::new();
         let mut last: Option<f64> = None;
         for _ in 0..n {
-            let span = if rng.next().is_multiple_of(10) { 900.0 } else { 60.0 };
+            let span = if rng.next_u64().is_multiple_of(10) { 900.0 } else { 60.0 };
             t += rng.float(span);
-            let content = !rng.next().is_multiple_of(4);
+            let content = !rng.next_u64().is_multiple_of(4);
             let body = if content { chunk("tok") } else { ": ping\n\n".to_string() };
             s.get(h).unwrap().on_chunk(t, body.as_bytes());
             if content {
