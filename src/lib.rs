@@ -153,8 +153,7 @@ pub mod exports {
             if let Some(tl) = self.session.get(h) {
                 tl.rebase_start(rt_start);
                 tl.on_server_timing(server_timing);
-                let outcome = tl.eventsource_outcome(closed_by_app);
-                self.session.end(h, t, outcome);
+                self.session.end(h, t, Outcome::eventsource_end(closed_by_app));
             }
         }
 

@@ -30,6 +30,16 @@ impl Outcome {
             Outcome::Partial => "partial",
         }
     }
+    /// How an EventSource attempt ended, before `Timeline::on_end` judges completeness: the
+    /// app's `close()` is the user's abort, a dropped connection an error (either becomes `Ok`
+    /// when the stream's end marker had arrived).
+    pub fn eventsource_end(closed_by_app: bool) -> Outcome {
+        if closed_by_app {
+            Outcome::Aborted
+        } else {
+            Outcome::Error
+        }
+    }
     /// The code the JS glue passes (kept numeric so no string crosses per request end).
     pub fn from_code(code: u32) -> Outcome {
         match code {
@@ -378,17 +388,6 @@ impl Timeline {
         }
     }
 
-    /// How an EventSource connection attempt ended: `ok` when the stream's own end marker was
-    /// seen, else `aborted` when the app called `close()`, `error` when the connection dropped
-    /// or failed.
-    pub fn eventsource_outcome(&self, closed_by_app: bool) -> Outcome {
-        match (self.complete(), closed_by_app) {
-            (true, _) => Outcome::Ok,
-            (false, true) => Outcome::Aborted,
-            (false, false) => Outcome::Error,
-        }
-    }
-
     /// A custom stage mark (`rum.mark(name)`); first of a name wins, list bounded.
     pub fn on_user_mark(&mut self, name: &str, t: f64) {
         if self.user_marks.len() < MAX_USER_MARKS && !self.user_marks.iter().any(|(n, _)| n == name) {
@@ -409,11 +408,13 @@ impl Timeline {
                 self.on_content(t, &c);
             }
         }
-        // A reader cancelled after the stream's own end marker is a complete answer: clients
-        // such as openai-node stop reading at `[DONE]` and cancel the body (seen in
-        // tests/e2e/openai.spec.js). Reporting those as aborted would mislabel every answer.
+        // A stream cut after its own end marker delivered a complete answer: clients such as
+        // openai-node cancel the body at `[DONE]` (tests/e2e/openai.spec.js), an app closes
+        // its EventSource at the end event, a server drops the connection after it.
+        // Reporting those as aborted/error would mislabel every such answer. (Page unload is
+        // `Partial` and stays so: the record says the page went away.)
         let outcome = match outcome {
-            Outcome::Aborted if self.content.done => Outcome::Ok,
+            Outcome::Aborted | Outcome::Error if self.content.done => Outcome::Ok,
             o => o,
         };
         let outcome = match outcome {
@@ -512,8 +513,7 @@ mod eventsource_tests {
     }
 
     fn end(s: &mut Session, h: Handle, t: f64, by_app: bool) -> String {
-        let o = s.get(h).unwrap().eventsource_outcome(by_app);
-        s.end(h, t, o);
+        s.end(h, t, Outcome::eventsource_end(by_app));
         let mut r = s.take_finished();
         assert_eq!(r.len(), 1);
         r.remove(0)

@@ -111,6 +111,12 @@ fn outcomes() {
     let r = play(&mut s, 0.0, 10.0, &[(20.0, chunk("a")), (21.0, "data: [DONE]\n\n".into())], 30.0, Outcome::Aborted);
     has(&r, "\"outcome\":\"ok\"");
     has(&r, "\"complete\":true");
+    // A connection dropped after the end marker: also a complete answer.
+    let r = play(&mut s, 0.0, 10.0, &[(20.0, chunk("a")), (21.0, "data: [DONE]\n\n".into())], 30.0, Outcome::Error);
+    has(&r, "\"outcome\":\"ok\"");
+    // Cut by page unload: partial, complete or not.
+    let r = play(&mut s, 0.0, 10.0, &[(20.0, chunk("a")), (21.0, "data: [DONE]\n\n".into())], 30.0, Outcome::Partial);
+    has(&r, "\"outcome\":\"partial\"");
     // A fully read body with an HTTP error status is an error.
     let h = s.begin("https://chat.example/x", "GET", 0.0, 0.0, &[1u8; 32], None);
     s.get(h).unwrap().on_headers(5.0, 503, "text/event-stream", false);
