@@ -101,7 +101,6 @@ export async function init(options) {
     core: null,
     lastInteraction: -1,
     listeners: [],
-    unloading: false,
     warnOnce(key, message, err) {
       if (!warned.has(key)) {
         warned.add(key);
@@ -154,9 +153,6 @@ export async function init(options) {
     end(h, outcome) {
       const core = state.core;
       if (!core) return;
-      // A stream cut because the page is unloading was not an error or the user's abort:
-      // the browser tears fetches down after pagehide. Report it as partial (DESIGN.md §1).
-      if (state.unloading && outcome !== 0) outcome = 3;
       // Called from stream callbacks: nothing may escape into the app's stream.
       try {
         core.end(h, performance.now(), outcome);
@@ -193,22 +189,24 @@ export async function init(options) {
   };
   if (state.core && g.document) {
     // Hidden or unloading: flag running streams, queue their partial records, send urgently.
-    const hide = (reason) => {
+    const hide = (reason, unloading) => {
       try {
-        if (state.core) state.core.page_hidden(performance.now());
+        if (state.core) state.core.page_hidden(performance.now(), unloading);
       } catch (e) {
         fail(e);
       }
       if (transport) transport.urgent(reason);
     };
-    listen(g.document, 'visibilitychange', () => g.document.visibilityState === 'hidden' && hide('hidden'));
-    listen(g, 'pagehide', (e) => {
-      state.unloading = !e.persisted;
-      hide('pagehide');
-    });
+    listen(g.document, 'visibilitychange', () => g.document.visibilityState === 'hidden' && hide('hidden', false));
+    // pagehide without `persisted`: the page is unloading (its streams are about to be cut).
+    listen(g, 'pagehide', (e) => hide('pagehide', !e.persisted));
     // Back from the back/forward cache: the page lives on.
     listen(g, 'pageshow', () => {
-      state.unloading = false;
+      try {
+        if (state.core) state.core.page_shown();
+      } catch (e) {
+        fail(e);
+      }
     });
   }
 

@@ -73,7 +73,7 @@ pub mod exports {
 
         /// Starts a fetch request's record. `interaction`: the user action's time, or < 0.
         pub fn begin(&mut self, url: &str, method: &str, t: f64, epoch_ms: f64, random: &[u8], interaction: f64) -> u32 {
-            let h = self.session.begin(url, method, t, epoch_ms, random, None);
+            let h = self.session.begin(url, method, t, epoch_ms, random);
             if let Some(tl) = self.session.get(h) {
                 tl.interaction = (interaction >= 0.0).then_some(interaction);
             }
@@ -172,15 +172,22 @@ pub mod exports {
             }
         }
 
-        /// The page is being hidden or unloaded: every running stream is flagged `hidden`,
-        /// and (with a collector) a `partial` record of each is queued for the urgent flush.
-        pub fn page_hidden(&mut self, t: f64) {
+        /// The page is being hidden (`unloading`: by pagehide, not into the back/forward cache):
+        /// every running stream is flagged `hidden`, and (with a collector) a `partial` record of
+        /// each is queued for the urgent flush. While unloading, streams that end are `partial`.
+        pub fn page_hidden(&mut self, t: f64, unloading: bool) {
+            self.session.unloading = unloading;
             for h in self.session.running() {
                 if let Some(tl) = self.session.get(h) {
                     tl.hidden = true;
                 }
             }
             self.session.snapshot_running(t);
+        }
+
+        /// The page is shown again (back from the back/forward cache): not unloading.
+        pub fn page_shown(&mut self) {
+            self.session.unloading = false;
         }
 
         // ---- beacon transport: the core decides (queue, batching, backoff); js/transport.js sends ----

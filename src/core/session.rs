@@ -37,6 +37,9 @@ pub struct Session {
     pub dropped: u32,
     /// The beacon queue, when a collector is configured.
     pub transport: Option<Transport>,
+    /// The page is being unloaded (pagehide, not into the back/forward cache): the browser
+    /// tears its streams down, and those that end now were cut by the page going away.
+    pub unloading: bool,
 }
 
 /// The 32 random bytes a request needs: 16 trace id, 8 span id, 8 record id.
@@ -44,32 +47,21 @@ pub const RANDOM_BYTES: usize = 32;
 
 impl Session {
     pub fn new(cfg: Config) -> Session {
-        Session { cfg, slots: Vec::new(), seq: 0, finished: Vec::new(), dropped: 0, transport: None }
+        Session { cfg, slots: Vec::new(), seq: 0, finished: Vec::new(), dropped: 0, transport: None, unloading: false }
     }
 
-    /// Starts a timeline for a request about to be sent. `url` is absolute. `app_traceparent`
-    /// is the request's own `traceparent` header, if the app set one (respected, not
-    /// duplicated). Returns the handle; `traceparent(h)` then says what to send.
-    pub fn begin(
-        &mut self,
-        url: &str,
-        method: &str,
-        t: f64,
-        epoch_ms: f64,
-        random: &[u8],
-        app_traceparent: Option<&str>,
-    ) -> Handle {
+    /// Starts a timeline for a request about to be sent. `url` is absolute. Returns the
+    /// handle; `traceparent(h)` then says what to send (an app's own `traceparent` is taken
+    /// with `adopt_traceparent`).
+    pub fn begin(&mut self, url: &str, method: &str, t: f64, epoch_ms: f64, random: &[u8]) -> Handle {
         let mut r = [0u8; RANDOM_BYTES];
         let n = random.len().min(RANDOM_BYTES);
         r[..n].copy_from_slice(&random[..n]);
         let mut tr = [0u8; 24];
         tr.copy_from_slice(&r[..24]);
         let ours = TraceContext::from_random(&tr, self.cfg.sampled);
-        let (trace, trace_source) = match app_traceparent.and_then(TraceContext::parse) {
-            Some(app) => (app, TraceSource::App),
-            None if self.cfg.may_propagate(url) => (ours, TraceSource::Propagated),
-            None => (ours, TraceSource::None),
-        };
+        let trace_source = if self.cfg.may_propagate(url) { TraceSource::Propagated } else { TraceSource::None };
+        let trace = ours;
         let mut id = String::with_capacity(16);
         hex::push_hex(&mut id, &r[24..32]);
         let url = if self.cfg.strip_query { strip_query(url) } else { url };
@@ -95,7 +87,7 @@ impl Session {
     /// the first one sent.
     pub fn begin_eventsource(&mut self, url: &str, t: f64, epoch_ms: f64, random: &[u8], first: &[u8], send_trace: bool) -> Handle {
         let sampled = self.cfg.sampled;
-        let h = self.begin(url, "GET", t, epoch_ms, random, None);
+        let h = self.begin(url, "GET", t, epoch_ms, random);
         if let Some(tl) = self.get(h) {
             tl.via = Via::EventSource;
             if let Some(f) = first.get(..RANDOM_BYTES) {
@@ -194,6 +186,9 @@ impl Session {
             return;
         }
         let Some(mut tl) = self.slots[(h & 0xff) as usize].timeline.take() else { return };
+        // Chromium aborts the page's fetches after pagehide: not an error, not the user's
+        // abort, but a stream cut by the page going away (DESIGN.md §1 `partial`).
+        let outcome = if self.unloading && outcome != Outcome::Ok { Outcome::Partial } else { outcome };
         tl.on_end(t, outcome);
         if !self.cfg.sampled {
             return;

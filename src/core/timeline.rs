@@ -685,7 +685,7 @@ mod eventsource_tests {
     #[test]
     fn fetch_records_say_fetch() {
         let mut s = session();
-        let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[3u8; 32], None);
+        let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[3u8; 32]);
         s.end(h, 1.0, Outcome::Error);
         let r = s.take_finished().remove(0);
         has(&r, "\"transport\":\"fetch\",\"reconnectOf\":null");

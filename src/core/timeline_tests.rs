@@ -25,7 +25,7 @@ fn session(budgets: &[(&str, f64)]) -> Session {
 
 /// Plays a schedule of (time, bytes) chunks; returns the record JSON.
 fn play(s: &mut Session, start: f64, headers: f64, chunks: &[(f64, String)], end: f64, outcome: Outcome) -> String {
-    let h = s.begin("https://chat.example/v1/chat?user=secret", "post", start, 1.0e12, &[9u8; 32], None);
+    let h = s.begin("https://chat.example/v1/chat?user=secret", "post", start, 1.0e12, &[9u8; 32]);
     let tl = s.get(h).unwrap();
     tl.on_headers(headers, 200, "text/event-stream", false);
     for (t, c) in chunks {
@@ -118,12 +118,12 @@ fn outcomes() {
     let r = play(&mut s, 0.0, 10.0, &[(20.0, chunk("a")), (21.0, "data: [DONE]\n\n".into())], 30.0, Outcome::Partial);
     has(&r, "\"outcome\":\"partial\"");
     // A fully read body with an HTTP error status is an error.
-    let h = s.begin("https://chat.example/x", "GET", 0.0, 0.0, &[1u8; 32], None);
+    let h = s.begin("https://chat.example/x", "GET", 0.0, 0.0, &[1u8; 32]);
     s.get(h).unwrap().on_headers(5.0, 503, "text/event-stream", false);
     s.end(h, 6.0, Outcome::Ok);
     has(&s.take_finished()[0], "\"outcome\":\"error\"");
     // No response at all: error with status 0 and null marks.
-    let h = s.begin("https://chat.example/x", "GET", 0.0, 0.0, &[1u8; 32], None);
+    let h = s.begin("https://chat.example/x", "GET", 0.0, 0.0, &[1u8; 32]);
     s.end(h, 6.0, Outcome::Error);
     let r = &s.take_finished()[0];
     has(r, "\"status\":0,");
@@ -137,16 +137,16 @@ fn outcomes() {
 #[test]
 fn stale_handles_and_bounded_in_flight() {
     let mut s = session(&[]);
-    let h = s.begin("https://chat.example/a", "GET", 0.0, 0.0, &[1u8; 32], None);
+    let h = s.begin("https://chat.example/a", "GET", 0.0, 0.0, &[1u8; 32]);
     s.end(h, 1.0, Outcome::Ok);
-    let h2 = s.begin("https://chat.example/b", "GET", 2.0, 0.0, &[2u8; 32], None);
+    let h2 = s.begin("https://chat.example/b", "GET", 2.0, 0.0, &[2u8; 32]);
     assert_ne!(h, h2, "a reused slot gets a new generation");
     assert!(s.get(h).is_none(), "the stale handle does not reach the new request");
     s.end(h, 3.0, Outcome::Error); // no effect
     assert_eq!(s.take_finished().len(), 1);
     // Past MAX_IN_FLIGHT abandoned requests, the oldest are ended as partial.
     for i in 0..super::session::MAX_IN_FLIGHT + 3 {
-        s.begin("https://chat.example/c", "GET", 10.0 + i as f64, 0.0, &[3u8; 32], None);
+        s.begin("https://chat.example/c", "GET", 10.0 + i as f64, 0.0, &[3u8; 32]);
     }
     let done = s.take_finished();
     assert_eq!(done.len(), 4, "h2 and the 3 oldest abandoned ones");
@@ -157,7 +157,7 @@ fn stale_handles_and_bounded_in_flight() {
 #[test]
 fn unsampled_sessions_record_nothing_and_say_so_in_traceparent() {
     let mut s = Session::new(Config { sampled: false, page_origin: "https://chat.example".into(), ..Config::default() });
-    let h = s.begin("https://chat.example/a", "GET", 0.0, 0.0, &[1u8; 32], None);
+    let h = s.begin("https://chat.example/a", "GET", 0.0, 0.0, &[1u8; 32]);
     assert!(s.traceparent(h).ends_with("-00"));
     s.end(h, 1.0, Outcome::Ok);
     assert!(s.take_finished().is_empty());
@@ -173,7 +173,7 @@ fn properties_over_random_schedules() {
     for _ in 0..300 {
         let cfg = Config { page_origin: "https://chat.example".into(), ..Config::default() };
         let mut s = Session::new(cfg);
-        let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[5u8; 32], None);
+        let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[5u8; 32]);
         s.get(h).unwrap().on_headers(rng.float(100.0), 200, "text/event-stream", false);
         let mut t = 100.0;
         let n = 1 + (rng.next_u64() % 60) as usize;
@@ -216,7 +216,7 @@ fn hidden_page_queues_partials_that_the_final_record_supersedes() {
     use super::transport::{Transport, MAX_PAYLOAD};
     let mut s = session(&[]);
     s.transport = Some(Transport::new("llm-rum/t", "sess"));
-    let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[7u8; 32], None);
+    let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[7u8; 32]);
     s.get(h).unwrap().on_headers(10.0, 200, "text/event-stream", false);
     s.get(h).unwrap().on_chunk(100.0, chunk("Hi").as_bytes());
     s.snapshot_running(150.0);
@@ -238,4 +238,20 @@ fn hidden_page_queues_partials_that_the_final_record_supersedes() {
     let id = |x: &str| x.split("\"records\":[{\"id\":\"").nth(1).unwrap()[..16].to_string();
     assert_eq!(id(&p), id(&q));
     assert_eq!(s.take_finished().len(), 1, "onRecord sees only the final record");
+}
+
+#[test]
+fn streams_cut_while_the_page_unloads_are_partial() {
+    let mut s = session(&[]);
+    let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[7u8; 32]);
+    s.get(h).unwrap().on_headers(10.0, 200, "text/event-stream", false);
+    s.get(h).unwrap().on_chunk(20.0, chunk("Hi").as_bytes());
+    s.unloading = true;
+    s.end(h, 30.0, Outcome::Error); // Chromium's teardown of the page's fetches
+    has(&s.take_finished()[0], "\"outcome\":\"partial\"");
+    // A stream that had completed before is still ok.
+    let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[8u8; 32]);
+    s.get(h).unwrap().on_headers(10.0, 200, "text/event-stream", false);
+    s.end(h, 30.0, Outcome::Ok);
+    has(&s.take_finished()[0], "\"outcome\":\"ok\"");
 }
