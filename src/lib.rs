@@ -109,12 +109,51 @@ pub mod exports {
         }
 
         /// `outcome`: 0 ok, 1 aborted, 2 error, 3 partial; 4 = forget it, no record (the
-        /// request turned out not to be measured).
-        pub fn end(&mut self, h: u32, t: f64, outcome: u32) {
+        /// request turned out not to be measured). Returns false when the record waits for the
+        /// answer's last paint (`paint` / `finish`).
+        pub fn end(&mut self, h: u32, t: f64, outcome: u32) -> bool {
             if outcome == 4 {
                 self.session.discard(h);
+                true
             } else {
-                self.session.end(h, t, Outcome::from_code(outcome));
+                self.session.end(h, t, Outcome::from_code(outcome))
+            }
+        }
+
+        // ---- what the person saw (issue 3): js/paint.js stamps frames and text lengths ----
+
+        /// An answer element is associated with `h`: paint metrics will be reported.
+        pub fn observe(&mut self, h: u32) -> bool {
+            self.session.get(h).map(|tl| tl.observed = true).is_some()
+        }
+
+        /// A frame painted `h`'s element at `t` (± `err_ms`) with `len` chars of text.
+        /// Returns true when the record completed (JS stops watching and delivers).
+        pub fn paint(&mut self, h: u32, t: f64, len: u32, err_ms: f64) -> bool {
+            self.session.paint(h, t, len, err_ms)
+        }
+
+        /// No more paints will come for `h` (timeout, element removed): queue its record.
+        pub fn finish(&mut self, h: u32, t: f64) {
+            self.session.finish(h, t);
+        }
+
+        /// A native paint timestamp (LoAF / ICP `paintTime`) refines the running requests'
+        /// bracketed paints that contain it.
+        pub fn native_paint(&mut self, t: f64, res_ms: f64) {
+            for h in self.session.running() {
+                if let Some(tl) = self.session.get(h) {
+                    tl.paint.refine(t, res_ms);
+                }
+            }
+        }
+
+        /// A Long Animation Frame and its longest script, offered to every running request.
+        pub fn long_frame(&mut self, start: f64, dur: f64, invoker: &str, source: &str, script_ms: f64) {
+            for h in self.session.running() {
+                if let Some(tl) = self.session.get(h) {
+                    tl.on_long_frame(start, dur, invoker, source, script_ms);
+                }
             }
         }
 
@@ -176,13 +215,7 @@ pub mod exports {
         /// every running stream is flagged `hidden`, and (with a collector) a `partial` record of
         /// each is queued for the urgent flush. While unloading, streams that end are `partial`.
         pub fn page_hidden(&mut self, t: f64, unloading: bool) {
-            self.session.unloading = unloading;
-            for h in self.session.running() {
-                if let Some(tl) = self.session.get(h) {
-                    tl.hidden = true;
-                }
-            }
-            self.session.snapshot_running(t);
+            self.session.page_hidden(t, unloading);
         }
 
         /// The page is shown again (back from the back/forward cache): not unloading.

@@ -11,6 +11,7 @@ pub mod jsonw;
 pub mod math;
 pub mod paint;
 pub mod record;
+pub mod seen;
 pub mod server_timing;
 pub mod session;
 pub mod sse;

@@ -400,6 +400,51 @@ impl PaintTracker {
         }
     }
 
+    /// A native paint timestamp (Long Animation Frame / interaction-contentful-paint
+    /// `paintTime`) of resolution `res_ms`: a stored paint whose bracket contains it takes it
+    /// as its time, with `res_ms` as its error. First/last paint and render delays follow;
+    /// stalls already counted keep their bracketed times (off by at most the bracket).
+    pub fn refine(&mut self, p: f64, res_ms: f64) {
+        if !p.is_finite() {
+            return;
+        }
+        let res = if res_ms.is_finite() && res_ms > 0.0 { res_ms } else { 0.0 };
+        let Some(i) = self.paints.iter().position(|b| b.t0 == b.t1 && b.err > res && (b.t0 - p).abs() <= b.err + res) else {
+            return;
+        };
+        let (old, prev, next) = (self.paints[i].t0, self.paints.get(i.wrapping_sub(1)), self.paints.get(i + 1));
+        // Order must hold: a refined time may not pass its neighbours.
+        if prev.is_some_and(|b| b.t1 > p) || next.is_some_and(|b| b.t0 < p) {
+            return;
+        }
+        if let Some(b) = self.paints.get_mut(i) {
+            b.t0 = p;
+            b.t1 = p;
+            b.err = res;
+        }
+        let fix = |t: &mut Option<f64>| {
+            if *t == Some(old) {
+                *t = Some(p);
+            }
+        };
+        fix(&mut self.run_any);
+        fix(&mut self.run_after);
+        fix(&mut self.last_paint_t);
+        if let Some(fp) = self.first_paint.as_mut().filter(|fp| fp.0 == old) {
+            fp.0 = p;
+        }
+        self.err_max = self.paints.iter().fold(0.0, |m, b| m.max(b.err));
+    }
+
+    /// The request start moved back by `d` ms (an EventSource reconnect rebased to its
+    /// Resource Timing start): stall offsets follow.
+    pub fn shift_origin(&mut self, d: f64) {
+        self.origin -= d;
+        for s in &mut self.stalls.list {
+            s.start += d;
+        }
+    }
+
     /// True once the stream ended and a non-empty paint came after its last arrival: the
     /// browser layer may stop observing (or keep going for later re-renders; `result()` stays
     /// correct either way).
@@ -1016,5 +1061,38 @@ mod tests {
         // the coalescing smear on top.
         assert!(d.max <= 2.0 * 16.0 + F + r.delay_error_ms, "{d:?} {}", r.delay_error_ms);
         assert_eq!(r.last_paint, Some(t + F));
+    }
+
+    #[test]
+    fn native_paint_times_refine_brackets_they_fall_in() {
+        let mut p = PaintTracker::new(0.0, 250.0);
+        p.on_arrival(100.0, 10);
+        p.on_paint(110.0, 10, 4.0); // bracket [106, 114]
+        p.on_arrival(200.0, 20);
+        p.on_paint(210.0, 20, 4.0);
+        p.on_end(200.0, 20);
+        assert_eq!(p.result().paint_error_ms, Some(4.0));
+        p.refine(150.0, 0.1); // inside no bracket: ignored
+        p.refine(f64::NAN, 0.1);
+        assert_eq!(p.result().first_paint, Some(110.0));
+        p.refine(107.5, 0.1);
+        let r = p.result();
+        assert_eq!((r.first_paint, r.last_paint, r.paint_error_ms), (Some(107.5), Some(210.0), Some(4.0)));
+        assert_eq!(r.render_delay.unwrap().first, 7.5);
+        p.refine(212.0, 0.1);
+        let r = p.result();
+        assert_eq!((r.last_paint, r.paint_error_ms), (Some(212.0), Some(0.1)));
+        // Refined once: a second timestamp in the old bracket does not move it again.
+        p.refine(108.0, 0.1);
+        assert_eq!(p.result().first_paint, Some(107.5));
+        // Origin shifts move stall offsets.
+        let mut p = PaintTracker::new(1000.0, 100.0);
+        p.on_arrival(1100.0, 5);
+        p.on_paint(1110.0, 5, 0.0);
+        p.on_arrival(1500.0, 9);
+        p.on_paint(1510.0, 9, 0.0);
+        assert_eq!(p.stalls().list[0].start, 110.0);
+        p.shift_origin(5.0);
+        assert_eq!(p.stalls().list[0].start, 115.0);
     }
 }

@@ -6,11 +6,12 @@ use alloc::string::String;
 use super::config::Config;
 use super::hex::push_hex;
 use super::jsonw::JsonWriter;
+use super::seen::Seen;
 use super::timeline::Timeline;
 
 /// Metrics a budget may name (`budgets: { ttft: 800, 'itl.p95': 150 }`), resolved against a
 /// timeline. Unknown names resolve to `None` and never breach.
-pub fn metric_value(tl: &Timeline, name: &str) -> Option<f64> {
+pub fn metric_value(tl: &Timeline, seen: &Seen, name: &str) -> Option<f64> {
     let (group, stat) = match name.split_once('.') {
         Some((g, s)) => (g, Some(s)),
         None => (name, None),
@@ -19,6 +20,16 @@ pub fn metric_value(tl: &Timeline, name: &str) -> Option<f64> {
         ("ttft", None) => tl.ttft(),
         ("total", None) => tl.total(),
         ("tpot", None) => tl.tpot(),
+        ("ttfp", None) => seen.ttfp(tl),
+        ("perceivedTtft", None) => seen.perceived_ttft(tl),
+        ("perceivedTotal", None) => seen.perceived_total(tl),
+        ("renderDelay", Some(s)) => seen.render_delay.and_then(|d| match s {
+            "first" => Some(d.first),
+            "p50" => Some(d.p50),
+            "p95" => Some(d.p95),
+            "max" => Some(d.max),
+            _ => None,
+        }),
         ("itl", Some(s)) => match s {
             "p50" => tl.itl.quantile(0.5),
             "p95" => tl.itl.quantile(0.95),
@@ -26,9 +37,15 @@ pub fn metric_value(tl: &Timeline, name: &str) -> Option<f64> {
             "max" => tl.itl.max(),
             _ => None,
         },
-        ("stalls", Some("count")) => Some(tl.stalls.count as f64),
-        ("stalls", Some("totalMs")) => Some(tl.stalls.total_ms),
-        ("stalls", Some("longestMs")) => Some(tl.stalls.longest_ms),
+        ("stalls", Some(s)) => {
+            let st = tl.reported_stalls(seen);
+            match s {
+                "count" => Some(st.count as f64),
+                "totalMs" => Some(st.total_ms),
+                "longestMs" => Some(st.longest_ms),
+                _ => None,
+            }
+        }
         _ => None,
     }
 }
@@ -41,6 +58,7 @@ fn mark(w: &mut JsonWriter, tl: &Timeline, name: &str, t: Option<f64>) {
 /// Encodes the record. `cfg` supplies the budgets.
 pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
     let id = &tl.ident;
+    let seen = tl.seen();
     let w = out;
     w.begin_object();
     w.key("id");
@@ -90,27 +108,42 @@ pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
     mark(w, tl, "firstByte", tl.first_byte);
     mark(w, tl, "firstReasoning", tl.first_reasoning);
     mark(w, tl, "firstToken", tl.first_token);
-    mark(w, tl, "firstPaint", None);
+    mark(w, tl, "firstPaint", seen.first_paint);
     mark(w, tl, "lastToken", tl.last_token);
-    mark(w, tl, "lastPaint", None);
+    mark(w, tl, "lastPaint", seen.last_paint);
     mark(w, tl, "end", tl.end);
     w.end_object();
 
     w.key("ttft");
     w.opt_ms(tl.ttft());
-    // Paint metrics come from the paint observer (issue 3); null until an element is observed.
-    for k in ["ttfp", "perceivedTtft"] {
-        w.key(k);
-        w.null();
-    }
+    // Paint metrics: null unless an answer element was observed (and painted while visible).
+    w.key("ttfp");
+    w.opt_ms(seen.ttfp(tl));
+    w.key("perceivedTtft");
+    w.opt_ms(seen.perceived_ttft(tl));
     w.key("total");
     w.opt_ms(tl.total());
     w.key("perceivedTotal");
-    w.null();
+    w.opt_ms(seen.perceived_total(tl));
     w.key("renderDelay");
-    w.null();
+    match seen.render_delay {
+        Some(d) => {
+            w.begin_object();
+            for (k, v) in [("first", d.first), ("p50", d.p50), ("p95", d.p95), ("max", d.max)] {
+                w.key(k);
+                w.ms(v);
+            }
+            w.end_object();
+        }
+        None => w.null(),
+    }
     w.key("buffered");
-    w.null();
+    match seen.buffered {
+        Some(b) => w.bool(b),
+        None => w.null(),
+    }
+    w.key("paintErrorMs");
+    w.opt_ms(seen.paint_error_ms);
 
     w.key("itl");
     w.begin_object();
@@ -127,7 +160,7 @@ pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
     w.key("tpot");
     w.opt_ms(tl.tpot());
 
-    let s = &tl.stalls;
+    let s = tl.reported_stalls(&seen);
     w.key("stalls");
     w.begin_object();
     w.key("count");
@@ -207,6 +240,20 @@ pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
         w.ms(st.dur);
         w.key("cause");
         w.str(st.cause.as_str());
+        w.key("blame");
+        match tl.blame_for(st) {
+            Some(b) => {
+                w.begin_object();
+                w.key("invoker");
+                w.str(&b.invoker);
+                w.key("source");
+                w.str(&b.source);
+                w.key("scriptMs");
+                w.ms(b.script_ms);
+                w.end_object();
+            }
+            None => w.null(),
+        }
         w.end_object();
     }
     w.end_array();
@@ -214,7 +261,7 @@ pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
     w.key("budgetBreaches");
     w.begin_array();
     for b in &cfg.budgets {
-        if let Some(v) = metric_value(tl, &b.metric) {
+        if let Some(v) = metric_value(tl, &seen, &b.metric) {
             if v > b.limit {
                 w.begin_object();
                 w.key("metric");
@@ -236,6 +283,23 @@ pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
     for (k, t) in &tl.user_marks {
         w.key(k);
         w.ms(t - tl.start);
+    }
+    w.end_object();
+    // Per-stage durations: each mark minus the previous one in time (the first: minus start),
+    // so `{retrieval: 120, rerank: 30}` reads as the stages that ended at those marks.
+    w.key("userStages");
+    w.begin_object();
+    let mut order: alloc::vec::Vec<&(String, f64)> = alloc::vec::Vec::with_capacity(tl.user_marks.len());
+    for m in &tl.user_marks {
+        // ≤ 32 marks: insertion keeps them in time order (stable for equal times).
+        let at = order.iter().position(|o| o.1 > m.1).unwrap_or(order.len());
+        order.insert(at, m);
+    }
+    let mut prev = tl.start;
+    for (k, t) in order {
+        w.key(k);
+        w.ms(t - prev);
+        prev = *t;
     }
     w.end_object();
     w.end_object();

@@ -180,16 +180,42 @@ impl Session {
         }
     }
 
-    /// Ends a request and queues its record.
-    pub fn end(&mut self, h: Handle, t: f64, outcome: Outcome) {
-        if self.get(h).is_none() {
-            return;
-        }
-        let Some(mut tl) = self.slots[(h & 0xff) as usize].timeline.take() else { return };
+    /// Ends a request and queues its record — unless an answer element is observed and the
+    /// frame that paints the end of the answer has not come yet: then the record waits for
+    /// `paint` to see it, or for `finish` (the browser layer's timeout). Returns whether the
+    /// record was queued.
+    pub fn end(&mut self, h: Handle, t: f64, outcome: Outcome) -> bool {
         // Chromium aborts the page's fetches after pagehide: not an error, not the user's
         // abort, but a stream cut by the page going away (DESIGN.md §1 `partial`).
         let outcome = if self.unloading && outcome != Outcome::Ok { Outcome::Partial } else { outcome };
+        let Some(tl) = self.get(h) else { return false };
         tl.on_end(t, outcome);
+        if tl.awaits_paint() && outcome != Outcome::Partial {
+            return false;
+        }
+        self.finish(h, t);
+        true
+    }
+
+    /// A frame painted the observed answer element of `h` at `t` (± `err_ms`) showing
+    /// `rendered_len` chars. Returns true when this completed the record (queued now).
+    pub fn paint(&mut self, h: Handle, t: f64, rendered_len: u32, err_ms: f64) -> bool {
+        let Some(tl) = self.get(h) else { return false };
+        tl.paint.on_paint(t, rendered_len, err_ms);
+        if tl.is_ended() && !tl.awaits_paint() {
+            self.finish(h, t);
+            return true;
+        }
+        false
+    }
+
+    /// Queues the record of an ended request now (no more paints are coming). A running one
+    /// is left alone.
+    pub fn finish(&mut self, h: Handle, t: f64) {
+        if !self.get(h).is_some_and(|tl| tl.is_ended()) {
+            return;
+        }
+        let Some(tl) = self.slots[(h & 0xff) as usize].timeline.take() else { return };
         if !self.cfg.sampled {
             return;
         }
@@ -213,7 +239,8 @@ impl Session {
             return;
         }
         for slot in self.slots.iter_mut() {
-            let Some(tl) = slot.timeline.as_mut() else { continue };
+            // Ended ones waiting for their last paint are finished by the caller instead.
+            let Some(tl) = slot.timeline.as_mut().filter(|tl| !tl.is_ended()) else { continue };
             let (end, outcome) = (tl.end, tl.outcome);
             tl.end = Some(t);
             tl.outcome = Some(Outcome::Partial);
@@ -227,10 +254,24 @@ impl Session {
         }
     }
 
+    /// The page is being hidden (`unloading`: by pagehide, not into the back/forward cache):
+    /// every running request is flagged `hidden`; ended ones waiting for a last paint are
+    /// finished (hidden pages do not paint); the rest get `partial` snapshots.
+    pub fn page_hidden(&mut self, t: f64, unloading: bool) {
+        self.unloading = unloading;
+        for h in self.running() {
+            if let Some(tl) = self.get(h) {
+                tl.on_hidden(t);
+            }
+            self.finish(h, t);
+        }
+        self.snapshot_running(t);
+    }
+
     /// The most recently started request that is still running (for `rum.mark`).
     pub fn current(&self) -> Option<Handle> {
         let i = (0..self.slots.len())
-            .filter(|&i| self.slots[i].timeline.is_some())
+            .filter(|&i| self.slots[i].timeline.as_ref().is_some_and(|tl| !tl.is_ended()))
             .max_by_key(|&i| self.slots[i].seq)?;
         Some(self.handle_of(i))
     }

@@ -7,6 +7,8 @@
 use alloc::{string::String, vec::Vec};
 use super::config::Config;
 use super::hex;
+use super::paint::PaintTracker;
+use super::seen::Blame;
 use super::server_timing::{parse_server_timing, ServerTimingEntry};
 use super::stats::LogHistogram;
 use super::stream::{Content, StreamDecoder};
@@ -192,6 +194,15 @@ pub struct Timeline {
     pub correlation: Vec<(String, String)>,
     pub user_marks: Vec<(String, f64)>,
     pub hidden: bool,
+    /// When the page was first hidden during the request (paint metrics after it are not
+    /// what anyone waited for).
+    pub hidden_at: Option<f64>,
+    /// What the person saw (issue 3): fed every content arrival; paints come from the
+    /// browser layer once an answer element is associated (`observed`).
+    pub paint: PaintTracker,
+    pub observed: bool,
+    /// Long Animation Frames that overlapped this request (bounded): render-stall blame.
+    pub blames: Vec<Blame>,
     /// `fetch` or `eventsource` (`record.transport`).
     pub via: Via,
     /// EventSource reconnects: the record id of the connection's first attempt.
@@ -224,6 +235,10 @@ impl Timeline {
             correlation: Vec::new(),
             user_marks: Vec::new(),
             hidden: false,
+            hidden_at: None,
+            paint: PaintTracker::new(start, cfg.stall_threshold_ms),
+            observed: false,
+            blames: Vec::new(),
             via: Via::Fetch,
             reconnect_of: None,
             stall_threshold_ms: cfg.stall_threshold_ms,
@@ -316,6 +331,22 @@ impl Timeline {
             self.arrivals += 1;
         }
         self.content.merge(c);
+        if c.content_events > 0 {
+            self.paint.on_arrival(t, self.content.content_chars);
+        }
+    }
+
+    /// The page was hidden at `t` (sticky).
+    pub fn on_hidden(&mut self, t: f64) {
+        self.hidden = true;
+        self.hidden_at.get_or_insert(t);
+        self.paint.on_hidden(t);
+    }
+
+    /// Whether the record should wait for the frame that paints the end of the answer
+    /// (an element is observed, the page is visible, and that frame has not come yet).
+    pub fn awaits_paint(&self) -> bool {
+        self.observed && !self.hidden && !self.paint.final_paint_seen()
     }
 
     // ---- EventSource (issue 4): the browser frames the events; the same content rules apply ----
@@ -385,6 +416,7 @@ impl Timeline {
             for s in &mut self.stalls.list {
                 s.start += d;
             }
+            self.paint.shift_origin(d);
         }
     }
 
@@ -423,6 +455,7 @@ impl Timeline {
         };
         self.end = Some(t);
         self.outcome = Some(outcome);
+        self.paint.on_end(t, self.content.content_chars);
     }
 
     // ---- derived metrics (DESIGN.md §1); `None` when the inputs are missing ----

@@ -69,7 +69,7 @@ fn exact_marks_and_metrics_on_a_scripted_timeline() {
     // tpot from usage: (990 − 500) / (7 − 1).
     has(&rec, "\"tpot\":81.667,");
     has(&rec, "\"stalls\":{\"count\":1,\"totalMs\":400,\"longestMs\":400,\"network\":1,\"render\":0}");
-    has(&rec, "\"stallList\":[{\"start\":560,\"dur\":400,\"cause\":\"network\"}]");
+    has(&rec, "\"stallList\":[{\"start\":560,\"dur\":400,\"cause\":\"network\",\"blame\":null}]");
     has(&rec, "\"outputTokens\":7,\"outputTokensSource\":\"usage\"");
     has(&rec, "\"chars\":18,"); // "Hello" ", " "wörld" "!" " Bye" "." = 5+2+5+1+4+1
     has(&rec, "\"contentEvents\":6,");
@@ -254,4 +254,67 @@ fn streams_cut_while_the_page_unloads_are_partial() {
     s.get(h).unwrap().on_headers(10.0, 200, "text/event-stream", false);
     s.end(h, 30.0, Outcome::Ok);
     has(&s.take_finished()[0], "\"outcome\":\"ok\"");
+}
+
+/// Issue 3 wiring: an observed answer's record waits for its last paint, reports the paint
+/// metrics from the interaction, render stalls with their long-frame blame, user stages and
+/// paint budgets; a hidden page withholds what nobody waited for.
+#[test]
+fn observed_answer_record_waits_for_its_last_paint() {
+    let mut s = session(&[("perceivedTtft", 500.0), ("renderDelay.max", 300.0), ("stalls.count", 0.0)]);
+    let h = s.begin("https://chat.example/v1/chat", "POST", 1000.0, 1.0e12, &[4u8; 32]);
+    let tl = s.get(h).unwrap();
+    tl.interaction = Some(700.0);
+    tl.observed = true;
+    tl.on_headers(1040.0, 200, "text/event-stream", false);
+    tl.on_chunk(1500.0, chunk("Hello").as_bytes());
+    assert!(!s.paint(h, 1510.0, 5, 2.0));
+    s.get(h).unwrap().on_chunk(1530.0, chunk(" world").as_bytes());
+    // A 300 ms script blocks the page: the text waits, then paints.
+    s.get(h).unwrap().on_long_frame(1525.0, 320.0, "Response.json.then", "https://chat.example/app.js?v=secret", 300.0);
+    s.get(h).unwrap().on_long_frame(1200.0, 60.0, "DIV.onclick", "https://chat.example/x.js", 55.0);
+    s.get(h).unwrap().on_user_mark("retrieval", 1300.0);
+    s.get(h).unwrap().on_user_mark("answer", 1830.0);
+    s.get(h).unwrap().on_chunk(1835.0, b"data: [DONE]\n\n");
+    assert!(!s.end(h, 1840.0, Outcome::Ok), "the end of the answer is not painted yet");
+    assert!(s.take_finished().is_empty());
+    assert!(s.current().is_none(), "an ended request takes no marks");
+    assert!(s.paint(h, 1850.0, 11, 2.0), "the frame showing the end completes the record");
+    let rec = s.take_finished().remove(0);
+    has(&rec, "\"firstPaint\":510,\"lastToken\":530,\"lastPaint\":850,\"end\":840}");
+    has(&rec, "\"interaction\":-300,");
+    has(&rec, "\"ttfp\":510,\"perceivedTtft\":810,\"total\":530,\"perceivedTotal\":1150,");
+    has(&rec, "\"renderDelay\":{\"first\":10,");
+    has(&rec, "\"max\":320},\"buffered\":false,\"paintErrorMs\":2,");
+    has(&rec, "\"stalls\":{\"count\":1,\"totalMs\":340,\"longestMs\":340,\"network\":0,\"render\":1}");
+    has(&rec, "\"stallList\":[{\"start\":510,\"dur\":340,\"cause\":\"render\",\"blame\":{\"invoker\":\"Response.json.then\",\"source\":\"https://chat.example/app.js\",\"scriptMs\":300}}]");
+    has(&rec, "{\"metric\":\"perceivedTtft\",\"limit\":500,\"value\":810},{\"metric\":\"renderDelay.max\",\"limit\":300,\"value\":320}");
+    has(&rec, "{\"metric\":\"stalls.count\",\"limit\":0,\"value\":1}");
+    has(&rec, "\"userMarks\":{\"retrieval\":300,\"answer\":830},\"userStages\":{\"retrieval\":300,\"answer\":530}");
+    assert!(!rec.contains("secret"));
+
+    // Unobserved: paint fields null, stalls between arrivals; the record is queued at once.
+    let h = s.begin("https://chat.example/v1/chat", "POST", 0.0, 0.0, &[5u8; 32]);
+    s.get(h).unwrap().on_headers(1.0, 200, "text/event-stream", false);
+    s.get(h).unwrap().on_chunk(10.0, chunk("a").as_bytes());
+    assert!(s.end(h, 20.0, Outcome::Ok));
+    let rec = s.take_finished().remove(0);
+    has(&rec, "\"ttfp\":null,\"perceivedTtft\":null,\"total\":10,\"perceivedTotal\":null,\"renderDelay\":null,\"buffered\":null,\"paintErrorMs\":null");
+
+    // Hidden after the first paint: the first paint stands, the rest was not waited for; the
+    // waiting record is finished by the hide.
+    let h = s.begin("https://chat.example/v1/chat", "POST", 0.0, 0.0, &[6u8; 32]);
+    let tl = s.get(h).unwrap();
+    tl.observed = true;
+    tl.on_headers(1.0, 200, "text/event-stream", false);
+    tl.on_chunk(10.0, chunk("a").as_bytes());
+    s.paint(h, 20.0, 1, 1.0);
+    s.get(h).unwrap().on_chunk(30.0, chunk("b").as_bytes());
+    assert!(!s.end(h, 40.0, Outcome::Ok));
+    s.page_hidden(45.0, false);
+    let rec = s.take_finished().remove(0);
+    has(&rec, "\"firstPaint\":20,");
+    has(&rec, "\"lastPaint\":null,");
+    has(&rec, "\"perceivedTotal\":null,\"renderDelay\":null,\"buffered\":false,");
+    has(&rec, "\"hidden\":true");
 }
