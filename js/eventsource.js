@@ -39,15 +39,19 @@ function resourceEntry(url, since, cb) {
 }
 
 /**
- * Makes the class. `ctx` is fetch.js's context (live, fail, base, match, random, interaction);
- * `deliver()` hands finished records on; `param`: the traceparentQueryParam option (a query
- * parameter name; anything but a non-empty string: off).
+ * Makes the class. `ctx` is fetch.js's context (live, fail, base, match, random, interaction,
+ * began, settled); `param`: the traceparentQueryParam option (a query parameter name;
+ * anything but a non-empty string: off).
  */
-export function makeEventSource(ctx, Native, deliver, param) {
+export function makeEventSource(ctx, Native, param) {
   const state = new WeakMap();
   if (typeof param != 'string') param = '';
   // Reconnect attempts are not caused by a user action: no interaction (-1).
-  const begin = (core, m, t, first) => core.es_begin(m.url, t, performance.timeOrigin + t, ctx.random(), first, !!param, -1);
+  const begin = (core, m, t, first) => {
+    const h = core.es_begin(m.url, t, performance.timeOrigin + t, ctx.random(), first, !!param, -1);
+    ctx.began(h);
+    return h;
+  };
 
   // One connection attempt ended at `t`: its record is finished when the Resource Timing
   // entry (serverTiming, request start) showed up, or after 1 s. The app never waits.
@@ -59,8 +63,7 @@ export function makeEventSource(ctx, Native, deliver, param) {
       if (!core) return;
       try {
         const st = e ? (e.serverTiming || []).map((s) => s.name + (s.duration ? ';dur=' + s.duration : '') + (s.description ? ';desc=' + JSON.stringify(s.description) : '')) : [];
-        core.es_end(h, t, byApp, e ? e.startTime : NaN, st.join());
-        deliver();
+        ctx.settled(h, core.es_end(h, t, byApp, e ? e.startTime : NaN, st.join()));
       } catch (err) {
         ctx.fail(err);
       }
@@ -109,6 +112,7 @@ export function makeEventSource(ctx, Native, deliver, param) {
         if (abs && ctx.match(abs, 'GET')) {
           m = { url: abs, target: abs, since: t, r: ctx.random(), types: new Set(['open', 'error', 'message', 'trace']) };
           m.h = core.es_begin(abs, t, performance.timeOrigin + t, m.r, [], !!param, ctx.interaction(t));
+          ctx.began(m.h);
           const tp = param && core.traceparent(m.h);
           if (tp) {
             const u = new URL(abs);

@@ -29,7 +29,8 @@ function outcomeOf(err) {
  *   live() → the core or null when measurement is off;  nativeFetch;  base() → base URL;
  *   match(url, method) → 0 skip, 1 measure if the response is a stream, 2 measure always;
  *   random() → 32 random bytes;  interaction(t) → pending user-action time or -1;
- *   end(h, outcome);  fail(err).
+ *   began(h) after core.begin;  end(h, outcome);  settled(h, done) when the core let go of h;
+ *   fail(err).
  */
 export function makeFetch(ctx) {
   return function fetch(input, init) {
@@ -47,6 +48,7 @@ export function makeFetch(ctx) {
       if (m) {
         measureAny = m === 2;
         h = core.begin(url, method, t, performance.timeOrigin + t, ctx.random(), ctx.interaction(t));
+        ctx.began(h);
         const tp = core.traceparent(h);
         if (tp) args = withTraceparent(core, h, tp, input, init);
       }
@@ -90,10 +92,13 @@ function onResponse(ctx, h, res, measureAny) {
     const t = performance.now();
     // Opaque responses expose nothing (no status, headers or body).
     if (res.type === 'opaque' || res.type === 'opaqueredirect') {
-      core.end(h, t, FORGET);
+      ctx.end(h, FORGET);
       return res;
     }
-    if (!core.response(h, t, res.status, res.headers, measureAny)) return res;
+    if (!core.response(h, t, res.status, res.headers, measureAny)) {
+      ctx.settled(h, true); // not measured: the core forgot it
+      return res;
+    }
     if (!res.body) {
       ctx.end(h, OK);
       return res;

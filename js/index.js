@@ -6,6 +6,7 @@ import { makeFetch } from './fetch.js';
 import { makeEventSource } from './eventsource.js';
 import { normalize } from './options.js';
 import { makeTransport } from './transport.js';
+import { makePaint } from './paint.js';
 
 export const VERSION = '0.1.0';
 const INTERACTION_WINDOW_MS = 1000;
@@ -155,19 +156,29 @@ export async function init(options) {
       if (!core) return;
       // Called from stream callbacks: nothing may escape into the app's stream.
       try {
-        core.end(h, performance.now(), outcome);
-        deliver();
+        ctx.settled(h, core.end(h, performance.now(), outcome));
       } catch (e) {
         fail(e);
       }
     },
+    /** A measured request began: associate its answer element (paint observation). */
+    began(h) {
+      paint.began(h);
+    },
+    /** The core ended `h`; `done` = its record is queued (false: it waits for a paint). */
+    settled(h, done) {
+      paint.ended(h, done);
+      deliver();
+    },
+    deliver,
     fail,
   };
+  const paint = makePaint(ctx, opts);
   const rumFetch = makeFetch(ctx);
   // EventSource (issue 4): a subclass of the native class, or the native class itself.
   const rumES =
     state.core && typeof nativeEventSource === 'function'
-      ? makeEventSource(ctx, nativeEventSource, () => deliver(), opts.traceparentQueryParam)
+      ? makeEventSource(ctx, nativeEventSource, opts.traceparentQueryParam)
       : nativeEventSource;
   let encode = null;
   if (state.core && opts.collector && opts.exporter === 'otlp') {
@@ -192,6 +203,7 @@ export async function init(options) {
     const hide = (reason, unloading) => {
       try {
         if (state.core) state.core.page_hidden(performance.now(), unloading);
+        deliver();
       } catch (e) {
         fail(e);
       }
@@ -200,6 +212,14 @@ export async function init(options) {
     listen(g.document, 'visibilitychange', () => g.document.visibilityState === 'hidden' && hide('hidden', false));
     // pagehide without `persisted`: the page is unloading (its streams are about to be cut).
     listen(g, 'pagehide', (e) => hide('pagehide', !e.persisted));
+    // The user's action that caused a request (DESIGN §1 `interaction`): the latest trusted
+    // click, Enter keydown or submit. `timeStamp` is the event's creation time, the same
+    // value Event Timing reports as the entry's startTime (Event Timing §"startTime"), so
+    // no PerformanceObserver round trip is needed. Capture phase: the app cannot hide it.
+    const act = (e) => {
+      if (e.isTrusted && (e.type !== 'keydown' || e.key === 'Enter')) state.lastInteraction = e.timeStamp;
+    };
+    for (const type of ['click', 'keydown', 'submit']) listen(g, type, act, { capture: true, passive: true });
     // Back from the back/forward cache: the page lives on.
     listen(g, 'pageshow', () => {
       try {
@@ -223,8 +243,13 @@ export async function init(options) {
     // invocation" unless `this` is the global (or undefined).
     fetch: state.core ? rumFetch : typeof nativeFetch === 'function' ? nativeFetch.bind(g) : nativeFetch,
     EventSource: rumES,
-    observe() {
-      return () => {};
+    observe(el) {
+      try {
+        return state.core ? paint.observe(el) : () => {};
+      } catch (e) {
+        fail(e);
+        return () => {};
+      }
     },
     mark(name) {
       try {
@@ -243,6 +268,7 @@ export async function init(options) {
       patched = false;
       if (patchedES && g.EventSource === rumES) g.EventSource = nativeEventSource;
       for (const off of state.listeners.splice(0)) off();
+      paint.stop();
       await flushNow();
       if (transport) transport.stop();
     },

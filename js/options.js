@@ -16,6 +16,7 @@ const DEFAULTS = {
   stripQuery: true,
   wasmUrl: null,
   traceparentQueryParam: null,
+  nativePaintTimes: true,
 };
 
 const isList = (v) => Array.isArray(v) && v.every((s) => typeof s === 'string');
@@ -57,7 +58,8 @@ export function normalize(options) {
   take('onRecord', (v) => v === null || typeof v === 'function', 'expected a function');
   take('stripQuery', (v) => typeof v === 'boolean', 'expected a boolean');
   take('wasmUrl', (v) => v === null || typeof v === 'string' || v instanceof URL, 'expected a URL');
-  take('observe', () => true, '');
+  take('observe', (v) => v === null || typeof v === 'string' || (typeof Node === 'function' && v instanceof Node), 'expected an element or a selector');
+  take('nativePaintTimes', (v) => typeof v === 'boolean', 'expected a boolean');
   take('traceparentQueryParam', (v) => v === null || (typeof v === 'string' && /^[\w.-]+$/.test(v)), 'expected a query parameter name');
   if (o.collector) o.collector = String(o.collector);
   if (o.match && !Array.isArray(o.match)) o.match = [o.match];

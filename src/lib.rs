@@ -188,12 +188,12 @@ pub mod exports {
         /// The attempt ended at `t`: the app called `close()`, or the connection dropped or
         /// failed. `rt_start` and `server_timing`: the attempt's Resource Timing entry
         /// (`startTime`, and `serverTiming` as a header value), or NaN and "" when none came.
-        pub fn es_end(&mut self, h: u32, t: f64, closed_by_app: bool, rt_start: f64, server_timing: &str) {
-            if let Some(tl) = self.session.get(h) {
-                tl.rebase_start(rt_start);
-                tl.on_server_timing(server_timing);
-                self.session.end(h, t, Outcome::eventsource_end(closed_by_app));
-            }
+        /// Returns false when the record waits for the answer's last paint (as `end`).
+        pub fn es_end(&mut self, h: u32, t: f64, closed_by_app: bool, rt_start: f64, server_timing: &str) -> bool {
+            let Some(tl) = self.session.get(h) else { return true };
+            tl.rebase_start(rt_start);
+            tl.on_server_timing(server_timing);
+            self.session.end(h, t, Outcome::eventsource_end(closed_by_app))
         }
 
         // ---- end of the EventSource block ----

@@ -539,7 +539,7 @@ impl PaintTracker {
         out.painted = x;
         let total: f64 = pieces.iter().map(|p| p.1).sum();
         if let (Some(first), true) = (first, total > 0.0) {
-            pieces.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+            sort_by_delay(&mut pieces);
             let q = |q: f64| weighted_rank(&pieces, total, q);
             out.delay = Some(RenderDelay { first, p50: q(0.5), p95: q(0.95), max });
         }
@@ -560,6 +560,18 @@ fn lerp(t0: f64, t1: f64, lo: f64, hi: f64, x: f64) -> f64 {
         t0 + (t1 - t0) * ((x - lo) / (hi - lo)).clamp(0.0, 1.0)
     } else {
         t1
+    }
+}
+
+/// Insertion sort by delay: ≤ 2·`MAX_BUCKETS` pieces, once per record (≤ 33k compares);
+/// `sort_unstable_by` would add ~3 KB of pdqsort to the shipped wasm.
+fn sort_by_delay(v: &mut [(f64, f64)]) {
+    for i in 1..v.len() {
+        let mut j = i;
+        while j > 0 && v[j - 1].0 > v[j].0 {
+            v.swap(j - 1, j);
+            j -= 1;
+        }
     }
 }
 

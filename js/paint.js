@@ -1,0 +1,232 @@
+// What the person saw (issue 3): which element shows which answer, and when frames painted
+// it. This file stamps times and reads text lengths; the core (src/core/paint.rs, seen.rs)
+// matches arrivals to paints and computes every metric.
+//
+// Per frame that follows a text change in an observed element, a paint bracket:
+//   requestAnimationFrame callback → lower bound (the frame's rendering update has begun:
+//     HTML "update the rendering" runs rAF callbacks, then style, layout and paint);
+//   a MessageChannel message posted from it → upper bound (the first task after that
+//     rendering update; MessageChannel, not setTimeout, which Chromium clamps/throttles).
+// The paint is reported at the bracket's midpoint with half its width as the error bound,
+// refined by the browser's own paint timestamps when they come (Long Animation Frame and
+// interaction-contentful-paint `paintTime`).
+//
+// Work per mutation batch: one `textContent.length` read (never innerText, which forces
+// layout), one rAF at most per frame. Watches are RAII-like: stop() disconnects the
+// MutationObserver, cancels the frame, closes the ports and clears the timer.
+
+/** After the stream ends, how long the record waits for the frame that paints its end. */
+const FINISH_AFTER_END_MS = 3000;
+
+function resolve(target) {
+  if (!target) return null;
+  if (typeof target === 'string') {
+    try {
+      return globalThis.document ? document.querySelector(target) : null;
+    } catch {
+      return null;
+    }
+  }
+  return typeof Node === 'function' && target instanceof Node ? target : null;
+}
+
+/** Paint-time resolution: 5 µs when cross-origin isolated, else 100 µs (HR-Time §"coarsen"). */
+const resolution = () => (globalThis.crossOriginIsolated ? 0.005 : 0.1);
+
+class Watch {
+  /**
+   * @param {object} p  the paint state (core access, deliver)
+   * @param {number} h  the request's handle
+   * @param {Node} el   the observed element
+   * @param {boolean} explicit  from rum.observe (else the `observe` container)
+   */
+  constructor(p, h, el, explicit) {
+    this.p = p;
+    this.h = h;
+    this.el = el;
+    this.explicit = explicit;
+    // A container holds earlier messages: only growth after the request began is its answer.
+    this.base = explicit ? 0 : el.textContent.length;
+    this.len = -1;
+    this.raf = 0;
+    this.lo = 0;
+    this.shown = 0;
+    this.timer = 0;
+    this.live = true;
+    this.chan = new MessageChannel();
+    this.chan.port1.onmessage = () => this.painted();
+    this.mo = new MutationObserver(() => this.changed());
+    this.mo.observe(el, { childList: true, characterData: true, subtree: true });
+    this.changed();
+  }
+
+  changed() {
+    const n = Math.max(0, this.el.textContent.length - this.base);
+    if (n === this.len) return;
+    this.len = n;
+    if (!this.raf) this.raf = requestAnimationFrame(() => this.frame());
+  }
+
+  frame() {
+    this.raf = 0;
+    if (!this.el.isConnected) {
+      this.p.drop(this);
+      return;
+    }
+    this.lo = performance.now();
+    this.shown = this.len;
+    this.chan.port2.postMessage(0);
+  }
+
+  painted() {
+    if (!this.live) return;
+    const hi = performance.now();
+    const err = Math.max((hi - this.lo) / 2, resolution());
+    if (this.p.call((core) => core.paint(this.h, (this.lo + hi) / 2, this.shown, err))) this.p.done(this);
+  }
+
+  /** The stream ended but its end is not painted yet: give the page a while to paint it. */
+  ended() {
+    if (!this.timer) this.timer = setTimeout(() => this.p.drop(this), FINISH_AFTER_END_MS);
+  }
+
+  stop() {
+    if (!this.live) return;
+    this.live = false;
+    this.mo.disconnect();
+    if (this.raf) cancelAnimationFrame(this.raf);
+    if (this.timer) clearTimeout(this.timer);
+    this.chan.port1.onmessage = null;
+    this.chan.port1.close();
+    this.chan.port2.close();
+  }
+}
+
+/**
+ * `ctx`: live() → core or null, fail(err), deliver(). `opts`: the normalised options
+ * (`observe`, `nativePaintTimes`). Returns the hooks fetch/EventSource call and rum.observe.
+ */
+export function makePaint(ctx, opts) {
+  const watches = new Map(); // handle → Watch
+  const running = []; // measured requests not yet ended, in begin order
+  let pending = null; // rum.observe(el) before its request began
+  let perf = null;
+
+  const p = {
+    call(fn) {
+      const core = ctx.live();
+      if (!core) return false;
+      try {
+        return fn(core);
+      } catch (e) {
+        ctx.fail(e);
+        return false;
+      }
+    },
+    /** The record completed: stop watching, hand it on. */
+    done(w) {
+      w.stop();
+      if (watches.get(w.h) === w) watches.delete(w.h);
+      if (!watches.size) unobservePerf();
+      ctx.deliver();
+    },
+    /** No more paints will come (timeout, element removed): finish the record if it ended. */
+    drop(w) {
+      if (!running.includes(w.h)) p.call((core) => core.finish(w.h, performance.now()));
+      p.done(w);
+    },
+  };
+
+  function observePerf() {
+    if (perf || typeof PerformanceObserver !== 'function') return;
+    const types = PerformanceObserver.supportedEntryTypes || [];
+    perf = [];
+    const listen = (type, fn) => {
+      if (!types.includes(type)) return;
+      const o = new PerformanceObserver((list) => p.call((core) => list.getEntries().forEach((e) => fn(core, e))));
+      o.observe({ type });
+      perf.push(o);
+    };
+    const refine = opts.nativePaintTimes;
+    // Long Animation Frames (W3C LoAF): blame for render stalls, and the frame's paintTime.
+    listen('long-animation-frame', (core, e) => {
+      if (refine && e.paintTime > 0) core.native_paint(e.paintTime, resolution());
+      let top = null;
+      for (const s of e.scripts || []) if (!top || s.duration > top.duration) top = s;
+      if (top) core.long_frame(e.startTime, e.duration, String(top.invoker || ''), String(top.sourceURL || ''), top.duration);
+    });
+    // Paints that follow an interaction (Chromium's interaction-contentful-paint).
+    if (refine) listen('interaction-contentful-paint', (core, e) => e.paintTime > 0 && core.native_paint(e.paintTime, resolution()));
+  }
+
+  function unobservePerf() {
+    if (perf) perf.forEach((o) => o.disconnect());
+    perf = null;
+  }
+
+  function watch(h, el, explicit) {
+    const old = watches.get(h);
+    if (old) old.stop();
+    if (!p.call((core) => core.observe(h))) return null;
+    try {
+      const w = new Watch(p, h, el, explicit);
+      watches.set(h, w);
+      observePerf();
+      return w;
+    } catch (e) {
+      ctx.fail(e);
+      return null;
+    }
+  }
+
+  return {
+    /** A measured request began (after core.begin). */
+    began(h) {
+      running.push(h);
+      if (pending) {
+        const el = pending;
+        pending = null;
+        watch(h, el, true);
+        return;
+      }
+      const el = resolve(opts.observe);
+      if (!el) return;
+      // One answer at a time in a container: the newest stream owns its growth.
+      for (const [oh, w] of watches) if (!w.explicit && w.el === el) p.drop(watches.get(oh));
+      watch(h, el, false);
+    },
+    /** core.end / es_end returned `done` for `h`. */
+    ended(h, done) {
+      const i = running.indexOf(h);
+      if (i >= 0) running.splice(i, 1);
+      const w = watches.get(h);
+      if (done) {
+        if (w) p.done(w);
+        return;
+      }
+      if (w) w.ended();
+      else p.call((core) => core.finish(h, performance.now()));
+    },
+    /** rum.observe(el): the answer element for the current request, or the next one. */
+    observe(target) {
+      const el = resolve(target);
+      if (!el) return () => {};
+      const h = [...running].reverse().find((x) => !(watches.get(x) || {}).explicit);
+      if (h !== undefined && !pending) {
+        const w = watch(h, el, true);
+        return () => w && w.live && p.drop(w);
+      }
+      pending = el;
+      return () => {
+        if (pending === el) pending = null;
+        const w = [...watches.values()].find((x) => x.el === el && x.explicit);
+        if (w) p.drop(w);
+      };
+    },
+    stop() {
+      for (const w of [...watches.values()]) p.drop(w);
+      unobservePerf();
+      pending = null;
+    },
+  };
+}
