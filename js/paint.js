@@ -30,6 +30,9 @@ function resolve(target) {
   return typeof Node === 'function' && target instanceof Node ? target : null;
 }
 
+/** This module's bundle (dist/index.js once built): the SDK's own scripts in LoAF entries. */
+const OWN_URL = String(import.meta.url).split(/[?#]/)[0];
+
 /** Paint-time resolution: 5 µs when cross-origin isolated, else 100 µs (HR-Time §"coarsen"). */
 const resolution = () => (globalThis.crossOriginIsolated ? 0.005 : 0.1);
 
@@ -61,9 +64,10 @@ class Watch {
   }
 
   changed() {
-    const n = Math.max(0, this.el.textContent.length - this.base);
-    if (n === this.len) return;
-    this.len = n;
+    this.len = Math.max(0, this.el.textContent.length - this.base);
+    // Every mutated frame is reported, even when the length did not change: a re-render after
+    // an invisible last token (trailing newline under markdown) is the frame that shows the
+    // final answer, and the core needs a paint after the last arrival to know it.
     if (!this.raf) this.raf = requestAnimationFrame(() => this.frame());
   }
 
@@ -153,7 +157,17 @@ export function makePaint(ctx, opts) {
       if (refine && e.paintTime > 0) core.native_paint(e.paintTime, resolution());
       let top = null;
       for (const s of e.scripts || []) if (!top || s.duration > top.duration) top = s;
-      if (top) core.long_frame(e.startTime, e.duration, String(top.invoker || ''), String(top.sourceURL || ''), top.duration);
+      if (!top) return;
+      let invoker = String(top.invoker || '');
+      let source = String(top.sourceURL || '');
+      // LoAF names a task's entry point. When the app reads a measured body, that is the
+      // SDK's re-stream callback (fetch.js), and the app's chunk handler runs inside it as a
+      // microtask; the SDK's own share is microseconds. Say what it was, not whose file.
+      if (source && source.split(/[?#]/)[0] === OWN_URL) {
+        invoker = 'stream-read';
+        source = '';
+      }
+      core.long_frame(e.startTime, e.duration, invoker, source, top.duration);
     });
     // Paints that follow an interaction (Chromium's interaction-contentful-paint).
     if (refine) listen('interaction-contentful-paint', (core, e) => e.paintTime > 0 && core.native_paint(e.paintTime, resolution()));

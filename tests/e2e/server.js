@@ -10,7 +10,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 export function startServer({ listeners = 2, extraArgs = [] } = {}) {
   const args = [];
   for (let i = 0; i < listeners; i++) args.push('--listen', '127.0.0.1:0');
-  args.push('--static', `/dist=${path.join(root, 'dist')}`, '--static', `/=${path.join(root, 'tests/e2e/pages')}`, ...extraArgs);
+  args.push('--static', `/dist=${path.join(root, 'dist')}`, '--static', `/demo=${path.join(root, 'demo/page')}`, '--static', `/=${path.join(root, 'tests/e2e/pages')}`, ...extraArgs);
   return startBinary('llm-rum-demo', args, listeners);
 }
 

@@ -99,3 +99,35 @@ export async function esStream(url, { types = [], closeOn = null, Ctor = EventSo
   const rec = record ? await waitRecord((r, i) => i >= before && r.transport === 'eventsource') : null;
   return { events, rec };
 }
+
+/**
+ * Paint tests: streams one chat answer into a fresh element rendered by `kind` (see
+ * /demo/renderers.js), the element handed to rum.observe before the request. Returns the
+ * record and the page's own Long Animation Frame entries (an independent paint reference).
+ */
+export async function renderAnswer(kind, query, { renderOpts = {}, beforeFetch = null } = {}) {
+  const { readDeltas, makeRenderer } = await import('/demo/renderers.js');
+  const loafs = [];
+  const po = new PerformanceObserver((l) => loafs.push(...l.getEntries().map((e) => ({ startTime: e.startTime, duration: e.duration, renderStart: e.renderStart, paintTime: e.paintTime }))));
+  po.observe({ type: 'long-animation-frame' });
+  const el = document.createElement('div');
+  document.body.append(el);
+  const before = window.__records.length;
+  const undo = window.__rum.observe(el);
+  if (beforeFetch) await beforeFetch();
+  const fetchAt = performance.now();
+  const res = await fetch('/v1/chat/completions?' + query, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'default', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  const r = makeRenderer(kind, el, renderOpts);
+  await readDeltas(res, (d) => r.push(d));
+  r.end();
+  const rec = await waitRecord((x, i) => i >= before, 8000);
+  await new Promise((res) => setTimeout(res, 100)); // late LoAF entries
+  po.disconnect();
+  undo();
+  el.remove();
+  return { rec, loafs, fetchAt, start: rec.startEpochMs - performance.timeOrigin };
+}

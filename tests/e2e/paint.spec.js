@@ -1,0 +1,148 @@
+// What the person saw (issue 3), in real headless Chromium: four renderers fed by the same
+// scripted stream (demo/page/renderers.js, shared with the demo page), each answer element
+// handed to rum.observe. Tolerances, stated per assertion, are in frames: headless Chromium
+// paints at 60 Hz (16.7 ms), and a paint can only happen at a frame.
+//
+// Ground truth: arrivals are the SDK's own content marks (their accuracy against the server's
+// send times is fetch-metrics.spec.js's job); paints are checked against what each renderer
+// does by construction (streamed: next frame; buffered: nothing until the end; throttled:
+// ≤ 200 ms), and against Chromium's own Long Animation Frame paintTime as an independent
+// reference (with the SDK's refinement from those entries switched off).
+import { test, expect } from '@playwright/test';
+import { openPage } from './util.js';
+
+const FRAME = 1000 / 60;
+const ONE_FRAME = 20; // one frame plus scheduling slack (issue 3's "≤ one frame (≤ 20 ms)")
+const STREAM = 'prefill_ms=80&gap_ms=30&tokens=40';
+
+async function setup(page, coi, opts = {}) {
+  const errors = await openPage(page, { coi });
+  expect(await page.evaluate(() => crossOriginIsolated)).toBe(coi);
+  expect(await page.evaluate(async (o) => (await import('/helpers.js')).startRum(o), opts)).toBe(true);
+  return errors;
+}
+
+const answer = (page, kind, query = STREAM, renderOpts = {}) =>
+  page.evaluate(async ({ kind, query, renderOpts }) => (await import('/helpers.js')).renderAnswer(kind, query, { renderOpts }), { kind, query, renderOpts });
+
+function sane(rec) {
+  expect(rec.outcome).toBe('ok');
+  expect(rec.hidden).toBe(false);
+  const m = rec.marks;
+  for (const k of ['firstPaint', 'lastPaint']) expect(m[k], k).not.toBeNull();
+  expect(m.firstPaint).toBeGreaterThanOrEqual(m.firstToken);
+  expect(m.lastPaint).toBeGreaterThanOrEqual(m.lastToken);
+  expect(rec.ttfp).toBe(m.firstPaint);
+  const d = rec.renderDelay;
+  for (const k of ['first', 'p50', 'p95', 'max']) expect(d[k], k).toBeGreaterThanOrEqual(0);
+  expect(d.p50).toBeLessThanOrEqual(d.p95);
+  expect(d.p95).toBeLessThanOrEqual(d.max);
+  // The paint bracket: rAF → MessageChannel, half its width; a frame at most.
+  expect(rec.paintErrorMs).toBeGreaterThan(0);
+  expect(rec.paintErrorMs).toBeLessThanOrEqual(FRAME);
+}
+
+for (const coi of [false, true]) {
+  test.describe(coi ? 'cross-origin isolated page (5 µs clock)' : 'ordinary page (100 µs clock)', () => {
+    test('streamed: first paint within a frame of the first token, no buffering', async ({ page }) => {
+      const errors = await setup(page, coi);
+      const { rec } = await answer(page, 'streamed');
+      sane(rec);
+      expect(rec.marks.firstPaint - rec.marks.firstToken).toBeLessThanOrEqual(ONE_FRAME);
+      expect(rec.renderDelay.p95).toBeLessThanOrEqual(ONE_FRAME);
+      expect(rec.buffered).toBe(false);
+      expect(rec.stalls.count).toBe(0);
+      // No interaction: perceived = from the request start.
+      expect(rec.perceivedTtft).toBe(rec.ttfp);
+      expect(errors).toEqual([]);
+    });
+
+    test('buffered: first paint after the last token, the whole answer waited', async ({ page }) => {
+      await setup(page, coi);
+      const { rec } = await answer(page, 'buffered');
+      sane(rec);
+      const m = rec.marks;
+      expect(m.firstPaint - m.lastToken).toBeLessThanOrEqual(ONE_FRAME);
+      expect(Math.abs(rec.renderDelay.first - (rec.total - rec.ttft))).toBeLessThanOrEqual(ONE_FRAME);
+      expect(rec.buffered).toBe(true);
+      expect(Math.abs(rec.perceivedTtft - rec.perceivedTotal)).toBeLessThanOrEqual(ONE_FRAME);
+      // ~1.2 s of answer held back: the first char waited for all of it.
+      expect(rec.renderDelay.first).toBeGreaterThan(1000);
+    });
+
+    test('throttled: text waits up to the 200 ms UI throttle', async ({ page }) => {
+      await setup(page, coi);
+      const { rec } = await answer(page, 'throttled');
+      sane(rec);
+      expect(rec.renderDelay.p50).toBeGreaterThanOrEqual(50);
+      expect(rec.renderDelay.p50).toBeLessThanOrEqual(200);
+      expect(rec.renderDelay.max).toBeLessThanOrEqual(200 + ONE_FRAME);
+      expect(rec.buffered).toBe(false);
+    });
+
+    test('janky: render stalls blamed on the script, the scripted network stall is network', async ({ page }) => {
+      // 120 ms blocks every 10th token; threshold 100 ms so they count; a 600 ms server stall
+      // at token 25. Refinement off: the LoAF paintTime below is then an independent check.
+      await setup(page, coi, { stallThresholdMs: 100, nativePaintTimes: false });
+      const { rec, loafs, start } = await answer(page, 'janky', STREAM + '&stall_at=25&stall_ms=600');
+      sane(rec);
+      expect(rec.stalls.render, JSON.stringify(rec.stallList)).toBeGreaterThanOrEqual(2);
+      expect(rec.stalls.network, JSON.stringify(rec.stallList)).toBe(1);
+      const net = rec.stallList.find((s) => s.cause === 'network');
+      expect(net.dur).toBeGreaterThanOrEqual(600 - ONE_FRAME);
+      expect(net.dur).toBeLessThanOrEqual(600 + 130 + ONE_FRAME); // a 120 ms block may adjoin it
+      const render = rec.stallList.filter((s) => s.cause === 'render');
+      for (const s of render) {
+        expect(s.dur).toBeGreaterThanOrEqual(100);
+        expect(s.blame, JSON.stringify(s)).not.toBeNull();
+        // The heavy work ran in the app's chunk handler, inside the SDK's re-stream callback
+        // (LoAF's entry point): reported as a stream read, not as the SDK's file.
+        expect(s.blame.invoker).toBe('stream-read');
+        expect(s.blame.source).toBe('');
+        expect(s.blame.scriptMs).toBeGreaterThanOrEqual(100);
+      }
+      // Independent paint reference: token 0 is heavy, so the first paint's frame is a Long
+      // Animation Frame whose paintTime Chromium reports; the SDK's bracket must contain it.
+      const fpAbs = start + rec.marks.firstPaint;
+      const ref = loafs.find((l) => l.paintTime > 0 && Math.abs(l.paintTime - fpAbs) <= 50);
+      expect(ref, JSON.stringify({ fpAbs, loafs })).toBeTruthy();
+      const clock = coi ? 0.005 : 0.1;
+      expect(Math.abs(ref.paintTime - fpAbs)).toBeLessThanOrEqual(rec.paintErrorMs + 2 * clock);
+    });
+
+    test('markdown re-render per token: rendered text shorter than the stream, delays sane', async ({ page }) => {
+      await setup(page, coi);
+      const { rec } = await answer(page, 'markdown', 'prefill_ms=80&gap_ms=20&tokens=120');
+      sane(rec);
+      expect(rec.renderDelay.p95).toBeLessThanOrEqual(ONE_FRAME);
+      expect(rec.renderDelay.max).toBeLessThanOrEqual(3 * ONE_FRAME);
+      expect(rec.buffered).toBe(false);
+    });
+
+    test('perceived TTFT counts from the click that caused the request', async ({ page }) => {
+      await setup(page, coi);
+      await page.evaluate(() => {
+        const b = document.createElement('button');
+        b.id = 'send';
+        b.textContent = 'Send';
+        document.body.append(b);
+        b.addEventListener('click', (e) => {
+          window.__clickTs = e.timeStamp;
+          window.__run = import('/helpers.js').then((h) =>
+            // The app waits 300 ms between the click and the request (validation, a spinner…).
+            h.renderAnswer('streamed', 'prefill_ms=80&gap_ms=30&tokens=10', { beforeFetch: () => new Promise((r) => setTimeout(r, 300)) }),
+          );
+        });
+      });
+      await page.click('#send');
+      const { rec, fetchAt } = await page.evaluate(() => window.__run);
+      const clickTs = await page.evaluate(() => window.__clickTs);
+      sane(rec);
+      const delay = fetchAt - clickTs;
+      expect(delay).toBeGreaterThanOrEqual(300);
+      expect(Math.abs(rec.perceivedTtft - rec.ttfp - delay)).toBeLessThanOrEqual(5);
+      expect(Math.abs(rec.perceivedTotal - (rec.marks.lastPaint + delay))).toBeLessThanOrEqual(5);
+      expect(rec.marks.interaction).toBeLessThan(-300 + 5);
+    });
+  });
+}
