@@ -109,7 +109,42 @@ try {
       const heap1 = performance.memory.usedJSHeapSize;
       const mem1 = wasm.memory.buffer.byteLength;
       const last = records[records.length - 1];
+
+      // Paint observer: main-thread cost per DOM mutation of an observed answer element
+      // (MutationObserver callback + one textContent.length read), against the same
+      // mutations on an unobserved element. One microtask yield per mutation so each one gets
+      // its own observer callback (the worst case: a renderer flushing per token).
+      const MUT = 20000;
+      const mutate = async (el) => {
+        const t0 = performance.now();
+        for (let i = 0; i < MUT; i++) {
+          el.append('tok ');
+          await null;
+        }
+        return performance.now() - t0;
+      };
+      let hold;
+      globalThis.fetch = async () =>
+        new Response(new ReadableStream({ start: (c) => { hold = c; c.enqueue(event.slice()); } }), { headers: { 'content-type': 'text/event-stream' } });
+      const prum = await window.llmRum.init({ patchGlobals: false });
+      const plain = [], observed = [];
+      for (let r = 0; r < ROUNDS; r++) {
+        const a = document.body.appendChild(document.createElement('div'));
+        plain.push(await mutate(a));
+        a.remove();
+        const b = document.body.appendChild(document.createElement('div'));
+        prum.observe(b);
+        const res = await prum.fetch('/v1/chat/completions');
+        const rd = res.body.getReader();
+        await rd.read(); // the answer's first text arrived: paints now count
+        observed.push(await mutate(b));
+        hold.close();
+        await rd.read();
+        b.remove();
+      }
+      await prum.shutdown();
       return {
+        mutPlain: median(plain), mutObserved: median(observed), MUT,
         native: median(native), piped: median(piped), wrapped: median(wrapped), core: median(coreRuns),
         heap0, heap1, mem0, mem1, longMs, lastChunks: last.chunks, lastTokens: last.outputTokens,
       };
@@ -127,6 +162,11 @@ try {
   console.log(`memory, one ${LONG}-chunk stream (${result.longMs.toFixed(0)} ms, record: ${result.lastChunks} chunks, ${result.lastTokens} tokens):`);
   console.log(`  wasm linear memory     ${result.mem0} → ${result.mem1} bytes`);
   console.log(`  JS heap after GC       ${result.heap0} → ${result.heap1} bytes (${result.heap1 - result.heap0 >= 0 ? '+' : ''}${result.heap1 - result.heap0})`);
+  const per = (ms) => ((ms * 1000) / result.MUT).toFixed(3);
+  console.log(`paint observer, ${result.MUT} mutations of an answer element (median of ${ROUNDS} rounds):`);
+  console.log(`  unobserved element     ${per(result.mutPlain)} µs/mutation`);
+  console.log(`  observed by llm-rum    ${per(result.mutObserved)} µs/mutation`);
+  console.log(`  added by the observer  ${per(result.mutObserved - result.mutPlain)} µs/mutation`);
 } finally {
   await browser.close();
   await server.stop();
