@@ -87,8 +87,8 @@ try {
       const wasm = await glue.default();
       // The core alone (no stream machinery): one 174-byte OpenAI chunk per call.
       const ev = new TextEncoder().encode('data: {"id":"chatcmpl-123","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o","choices":[{"index":0,"delta":{"content":" token"},"finish_reason":null}]}\n\n');
-      const core = new glue.Core(location.origin, '', '', 250, true, true);
-      const ch = core.begin(location.origin + '/x', 'POST', 0, 0, new Uint8Array(32), undefined);
+      const core = new glue.Core(location.origin, '', '', 250, true, true, '', new Float64Array(0), '', '');
+      const ch = core.begin(location.origin + '/x', 'POST', 0, 0, new Uint8Array(32), -1);
       core.response(ch, 0, 200, new Headers({ 'content-type': 'text/event-stream' }), false);
       const coreRuns = [];
       for (let r = 0; r < ROUNDS; r++) {
@@ -96,7 +96,7 @@ try {
         for (let i = 0; i < CHUNKS; i++) core.chunk(ch, i, ev);
         coreRuns.push(performance.now() - t0);
       }
-      core.discard(ch);
+      core.end(ch, 0, 4); // forget: no record
       // Memory: one very long stream; the per-request state must not grow with length.
       gc();
       const heap0 = performance.memory.usedJSHeapSize;
