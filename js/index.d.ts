@@ -30,10 +30,23 @@ export interface RumOptions {
   stallThresholdMs?: number;
   /** Fraction of tab sessions recorded (decided once per session). Default 1. */
   sampleRate?: number;
-  /** Budgets by metric name ('ttft', 'total', 'tpot', 'itl.p95', 'stalls.count', ...): breaches go to `record.budgetBreaches`. */
+  /**
+   * Budgets by metric name: 'ttft', 'ttfp', 'perceivedTtft', 'total', 'perceivedTotal', 'tpot',
+   * 'itl.p50|p95|p99|max', 'renderDelay.first|p50|p95|max', 'stalls.count|totalMs|longestMs'.
+   * Breaches go to `record.budgetBreaches`; unknown names never breach.
+   */
   budgets?: Record<string, number>;
-  /** Element or selector whose text growth is the answer (paint metrics). */
+  /**
+   * The messages container (element, or a selector resolved when each request starts): text
+   * growth inside it while a measured stream runs is that stream's answer (the newest stream
+   * owns it). `rum.observe(el)` names an answer element explicitly and wins over this.
+   */
   observe?: Element | string | null;
+  /**
+   * Refine bracketed paint times with the browser's own paint timestamps (Long Animation
+   * Frame and interaction-contentful-paint `paintTime`). Default true.
+   */
+  nativePaintTimes?: boolean;
   /** Wrap window.fetch and window.EventSource (undone by shutdown()). Default true. */
   patchGlobals?: boolean;
   /**
@@ -112,6 +125,12 @@ export interface Stall {
   start: number;
   dur: number;
   cause: 'network' | 'render';
+  /**
+   * Render stalls: the Long Animation Frame script that overlapped the gap most (LoAF script
+   * attribution), or null. `invoker` 'stream-read' (source '') = the app's own handling of a
+   * streamed chunk (LoAF names the SDK's re-stream callback as the entry point it ran in).
+   */
+  blame: { invoker: string; source: string; scriptMs: number } | null;
 }
 
 export interface ServerTimingEntry {
@@ -184,8 +203,13 @@ export interface RumRecord {
   /** (lastToken − firstToken) / (outputTokens − 1). */
   tpot: number | null;
   stalls: Stalls;
-  /** First paint came after nearly all text had arrived. */
+  /**
+   * The UI buffered the answer: the first paint came when ≥ 90 % of the text had arrived and
+   * more than 50 ms after the first token.
+   */
   buffered: boolean | null;
+  /** Error bound of the paint times (half the rAF→MessageChannel bracket, or the clock). */
+  paintErrorMs: number | null;
   /** From the stream's `usage` when present, else content events (see outputTokensSource). */
   outputTokens: number;
   outputTokensSource: 'usage' | 'events';
@@ -209,10 +233,16 @@ export interface RumRecord {
   /** The longest stalls (at most 16). */
   stallList: Stall[];
   budgetBreaches: BudgetBreach[];
-  /** The page was hidden while the stream ran. */
+  /**
+   * The page was hidden while the stream ran. Paint times after the hide are not reported
+   * (nobody waited for them): firstPaint only if it came before, lastPaint/perceivedTotal/
+   * renderDelay only if the end of the answer was painted before.
+   */
   hidden: boolean;
   /** rum.mark(name) offsets. */
   userMarks: Record<string, number>;
+  /** Per-stage durations: each mark minus the previous mark in time (the first: minus start). */
+  userStages: Record<string, number>;
 }
 
 export interface Rum {
@@ -224,8 +254,12 @@ export interface Rum {
    * app subscribes to with `addEventListener`, plus `event: trace` messages.
    */
   EventSource: typeof EventSource;
-  /** The answer element for the current/next request; returns an undo function. */
-  observe(el: Element): () => void;
+  /**
+   * The answer element for the current request (the newest running one without an explicit
+   * element), else for the next one to start. Returns an undo function. A removed element
+   * stops being observed.
+   */
+  observe(el: Element | string): () => void;
   /** A custom stage mark on the current request; false when no request runs. */
   mark(name: string): boolean;
   /** The user's action starts now (for UIs input events cannot attribute). */
