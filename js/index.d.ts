@@ -262,8 +262,11 @@ export interface Rum {
   observe(el: Element | string): () => void;
   /** A custom stage mark on the current request; false when no request runs. */
   mark(name: string): boolean;
-  /** The user's action starts now (for UIs input events cannot attribute). */
-  markInteraction(): void;
+  /**
+   * The user's action that will cause the next request (for UIs input events cannot
+   * attribute): now, or at `timeStamp` (performance.now() ms, e.g. an event's timeStamp).
+   */
+  markInteraction(timeStamp?: number): void;
   /** Sends what is queued now; resolves when the send was handed to the browser. */
   flush(): Promise<void>;
   /** Restores globals, flushes, removes listeners. */

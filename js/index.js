@@ -259,8 +259,10 @@ export async function init(options) {
         return false;
       }
     },
-    markInteraction() {
-      state.lastInteraction = performance.now();
+    markInteraction(t) {
+      // `t`: the action's own performance.now() time (an event's timeStamp, or a time handed
+      // over from another frame); default now.
+      state.lastInteraction = typeof t === 'number' && Number.isFinite(t) && t >= 0 ? t : performance.now();
     },
     flush: () => flushNow(),
     async shutdown() {

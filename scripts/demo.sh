@@ -17,10 +17,12 @@ mkdir -p target/demo-config
 printf "export const collector = '%s/v1/rum';\nexport const dashboard = '%s/';\n" "$COLLECTOR" "$COLLECTOR" > target/demo-config/config.js
 
 target/release/llm-rum-collector --listen "127.0.0.1:${COLLECTOR_PORT}" --db target/demo-rum.db \
-  --allow-origin "$PAGE" --budget 'perceivedTtft p95<=1000' --budget 'ttft p95<=800' &
+  --allow-origin "$PAGE" --allow-origin "http://localhost:${PORT}" --budget 'perceivedTtft p95<=1000' --budget 'ttft p95<=800' &
 collector_pid=$!
 trap 'kill "$collector_pid" 2>/dev/null; wait "$collector_pid" 2>/dev/null' EXIT INT TERM
 
+# The janky pane loads from http://localhost:PORT (another site → its own renderer process);
+# the server binds 127.0.0.1 only, which is where localhost resolves.
 echo "[demo] open ${PAGE}/ — collector dashboard: ${COLLECTOR}/ (Ctrl-C stops both)"
 target/release/llm-rum-demo --listen "127.0.0.1:${PORT}" --static /dist=dist \
   --static /config=target/demo-config --static /=demo/page
