@@ -21,7 +21,7 @@ target/release/llm-rum-collector --listen "127.0.0.1:${COLLECTOR_PORT}" --db tar
 collector_pid=$!
 trap 'kill "$collector_pid" 2>/dev/null; wait "$collector_pid" 2>/dev/null' EXIT INT TERM
 
-# The janky pane loads from http://localhost:PORT (another site → its own renderer process);
+# Three panes load from http://localhost:PORT (another site → another renderer process);
 # the server binds 127.0.0.1 only, which is where localhost resolves.
 echo "[demo] open ${PAGE}/ — collector dashboard: ${COLLECTOR}/ (Ctrl-C stops both)"
 target/release/llm-rum-demo --listen "127.0.0.1:${PORT}" --static /dist=dist \

@@ -1,14 +1,20 @@
-// The demo page: four panes (iframes, each with its own llm-rum instance and renderer), one
+// The demo page: four panes (each with its own llm-rum instance and renderer), one
 // Ask that drives them all, a background-load control, and per pane the SDK's numbers, a
 // timeline (text arrivals vs screen updates, stalls shaded) and the decomposition of the wait.
 // Every number shown comes from the pane's llm-rum record; the arrival/DOM ticks are the
 // pane's own display-only observations. Nothing here loads from the network but this server.
+import { startPane } from './pane.js';
 
+// Chromium gives each site its own renderer process (site isolation), and a page's frames of
+// one site share one main thread. The three well-behaved panes are frames from the other
+// loopback name (localhost ↔ 127.0.0.1), away from this page's drawing and from the janky
+// pane's blocking work. The janky pane runs in this page itself (the charts may hiccup; the
+// other panes do not): Long Animation Frame entries, its stall blame, go to the top document.
 const PANES = [
-  { kind: 'streamed', title: 'Streamed', note: 'appends each token as it arrives' },
-  { kind: 'buffered', title: 'Buffered', note: 'shows the answer when it is complete' },
-  { kind: 'throttled', title: 'Throttled', note: 'updates the DOM at most every 200 ms' },
-  { kind: 'janky', title: 'Janky', note: 'markdown re-render per token, 300 ms blocking pass every 15th', isolate: true },
+  { kind: 'streamed', title: 'Streamed', note: 'appends each token as it arrives', isolate: true },
+  { kind: 'buffered', title: 'Buffered', note: 'shows the answer when it is complete', isolate: true },
+  { kind: 'throttled', title: 'Throttled', note: 'updates the DOM at most every 200 ms', isolate: true },
+  { kind: 'janky', title: 'Janky', note: 'markdown re-render per token, 300 ms blocking pass every 15th' },
 ];
 const SEGMENTS = [
   ['click', 'click → request', '--s-click'],
@@ -44,21 +50,33 @@ legend.innerHTML =
   swatch('color-mix(in srgb, var(--render) 35%, transparent)', 'render stall') + swatch('color-mix(in srgb, var(--net) 35%, transparent)', 'network stall') +
   '<span style="flex-basis:100%;height:0"></span>' + SEGMENTS.map(([, label, v]) => swatch(`var(${v})`, label)).join('');
 
-// Panes. The janky one from the other loopback name: another site, so another process.
+// Panes (see PANES for which load from the other loopback name).
 const altHost = { '127.0.0.1': 'localhost', localhost: '127.0.0.1' }[location.hostname];
 const main = document.getElementById('panes');
 const state = {};
 for (const p of PANES) {
   const div = document.createElement('section');
   div.className = 'pane';
-  div.innerHTML = `<h2>${p.title} <small>${p.note}</small></h2><iframe title="${p.title} answer"></iframe>
+  const framed = p.isolate && altHost;
+  div.innerHTML = `<h2>${p.title} <small>${p.note}</small></h2>${framed ? `<iframe title="${p.title} answer"></iframe>` : '<div class="answer" aria-live="polite"></div>'}
     <div class="nums"></div><svg class="tl" height="64"></svg><svg class="bar" height="34"></svg><div class="status"></div>`;
   main.append(div);
-  const src = new URL('pane.html?kind=' + p.kind + (collector ? '&collector=' + encodeURIComponent(collector) : ''), location.href);
-  if (p.isolate && altHost) src.hostname = altHost;
-  const frame = div.querySelector('iframe');
-  frame.src = src.href;
-  state[p.kind] = { ...p, div, frame, origin: src.origin, ready: false, ticks: [], record: null, ask: 0 };
+  const s = (state[p.kind] = { ...p, div, origin: location.origin, ready: false, ticks: [], record: null, ask: 0 });
+  if (framed) {
+    const src = new URL('pane.html?kind=' + p.kind + (collector ? '&collector=' + encodeURIComponent(collector) : ''), location.href);
+    src.hostname = altHost;
+    const frame = div.querySelector('iframe');
+    frame.src = src.href;
+    s.origin = src.origin;
+    s.send = (msg) => frame.contentWindow.postMessage(msg, src.origin);
+  } else {
+    // In this page: same messages, through a local channel (no cross-frame hop).
+    const post = (msg) => dispatchEvent(new MessageEvent('message', { data: { pane: p.kind, ...msg }, origin: location.origin }));
+    startPane(p.kind, div.querySelector('.answer'), collector || null, post).then((ask) => {
+      s.send = (msg) => ask(msg);
+      post({ type: 'ready' });
+    });
+  }
 }
 let allReady;
 const ready = new Promise((resolve) => (allReady = resolve));
@@ -87,15 +105,24 @@ addEventListener('message', (e) => {
       current.done();
     }
   }
-  schedule();
+  schedule(m.type !== 'tick');
 });
 
-let frameReq = 0;
-const schedule = () => {
-  if (!frameReq) frameReq = requestAnimationFrame(() => {
-    frameReq = 0;
-    draw();
-  });
+// Redraw at most 4 times a second while answers stream, at once when a record lands (cheap
+// for this page, which shares its thread with the janky pane).
+let drawTimer = 0;
+let lastDraw = 0;
+const schedule = (now) => {
+  if (now) {
+    clearTimeout(drawTimer);
+    drawTimer = 0;
+    requestAnimationFrame(draw);
+    return;
+  }
+  if (!drawTimer) drawTimer = setTimeout(() => {
+    drawTimer = 0;
+    requestAnimationFrame(draw);
+  }, Math.max(0, lastDraw + 250 - performance.now()));
 };
 
 /** The wait, split into what caused it (all from the record; Server-Timing for the server). */
@@ -114,6 +141,7 @@ function decompose(r) {
 }
 
 function draw() {
+  lastDraw = performance.now();
   // One time scale for every pane: from the click to the latest thing any pane showed.
   let span = 1000;
   for (const p of PANES) {
@@ -131,13 +159,13 @@ function drawPane(s, span) {
     ['ttft', r && r.ttft, 'network: first token'],
     ['perceived TTFT', r && r.perceivedTtft, 'click → first word painted'],
     ['first paint', r && r.ttfp, 'request → first paint'],
-    ['render delay p95', r && r.renderDelay && r.renderDelay.p95, 'text waited for the screen'],
-    ['stalls', r ? `${r.stalls.network} net · ${r.stalls.render} render` : null, 'gaps > 250 ms the person saw'],
+    ['render p95', r && r.renderDelay && r.renderDelay.p95, 'render delay p95: how long arrived text waited for the screen'],
+    ['stalls net/render', r ? `${r.stalls.network} / ${r.stalls.render}` : null, 'gaps > 250 ms the person saw: network / render'],
     ['total', r && r.perceivedTotal, 'click → last word painted'],
   ];
   s.div.querySelector('.nums').innerHTML = nums
     .map(([k, v, title]) => {
-      const hot = (k === 'perceived TTFT' && v > 1500) || (k === 'stalls' && r && r.stalls.render > 0) || (k === 'render delay p95' && v > 100);
+      const hot = (k === 'perceived TTFT' && v > 1500) || (k.startsWith('stalls') && r && r.stalls.render > 0) || (k === 'render p95' && v > 100);
       return `<div class="${hot ? 'hot' : ''}" title="${title}"><span>${k}</span><b>${typeof v === 'string' ? v : ms(v)}</b></div>`;
     })
     .join('');
@@ -208,9 +236,9 @@ async function ask(scenario, clickTimeStamp) {
   for (const p of PANES) {
     const s = state[p.kind];
     Object.assign(s, { ticks: [], record: null, status: '' });
-    s.frame.contentWindow.postMessage({ type: 'ask', ask: askNo, scenario, clickEpoch }, s.origin);
+    s.send({ type: 'ask', ask: askNo, scenario, clickEpoch });
   }
-  schedule();
+  schedule(true);
   await finished;
   return current;
 }
@@ -222,17 +250,23 @@ document.getElementById('controls').addEventListener('submit', (e) => {
 });
 
 // Background load: N concurrent requests that keep the server's generation slots busy (plain
-// fetch, not measured), so the panes' requests wait in its queue.
+// fetch, not measured), so the panes' requests wait in its queue. Browsers open at most 6
+// HTTP/1.1 connections per host: the load is split over both loopback names so each keeps a
+// connection free for its panes (5 here next to the janky pane, 3 next to the three framed
+// ones), else a pane would wait in the browser's connection pool instead of the server queue.
+const LOAD_HOSTS = altHost ? [[location.origin, 5], [location.origin.replace(location.hostname, altHost), 3]] : [[location.origin, 5]];
+const MAX_LOAD = LOAD_HOSTS.reduce((n, h) => n + h[1], 0);
+document.getElementById('loadN').max = String(MAX_LOAD);
 let loadOn = false;
 let loadWanted = 0;
 let loadAbort = null;
 let loadRunning = 0;
 const loadBtn = document.getElementById('load');
 const loadState = document.getElementById('loadState');
-function loadLoop(signal) {
+function loadLoop(origin, signal) {
   loadRunning++;
   const once = () =>
-    fetch('/v1/chat/completions?prefill_ms=100&gap_ms=30&tokens=60', { method: 'POST', body: '{"stream":true}', signal })
+    fetch(origin + '/v1/chat/completions?prefill_ms=100&gap_ms=30&tokens=60', { method: 'POST', body: '{"stream":true}', signal })
       .then((res) => res.arrayBuffer())
       .catch(() => null)
       .then(() => (signal.aborted ? loadRunning-- : once()));
@@ -248,10 +282,13 @@ function setLoad(on, n) {
   loadState.textContent = on ? `${n} background requests running` : '';
   if (!on) return;
   loadAbort = new AbortController();
-  for (let i = 0; i < n; i++) loadLoop(loadAbort.signal);
+  let left = n;
+  for (const [origin, cap] of LOAD_HOSTS) {
+    for (let i = 0; i < cap && left > 0; i++, left--) loadLoop(origin, loadAbort.signal);
+  }
 }
-loadBtn.addEventListener('click', () => setLoad(!loadOn, Math.max(1, Math.min(32, Number(document.getElementById('loadN').value) || 8))));
-addEventListener('resize', schedule);
+loadBtn.addEventListener('click', () => setLoad(!loadOn, Math.max(1, Math.min(MAX_LOAD, Number(document.getElementById('loadN').value) || 8))));
+addEventListener('resize', () => schedule(true));
 
 // For the Playwright proof (tests/e2e/demo.spec.js) and the curious: the finished asks.
 window.demo = { history, ready, setLoad };

@@ -1,0 +1,47 @@
+// One demo pane: its own llm-rum instance and one renderer (renderers.js). Used in a frame
+// (pane.html, for the well-behaved panes, isolated in another renderer process) and directly
+// in the demo page (the janky pane: Long Animation Frame entries, which carry the render-stall
+// blame, are reported to the top-level document, not to a same-site child frame).
+// `post(msg)` hands the parent what it draws: the record (the SDK's numbers), plus
+// display-only ticks of when text arrived and when the DOM changed.
+import { init } from '/dist/index.js';
+import { readDeltas, makeRenderer } from './renderers.js';
+
+const RENDER_OPTS = { janky: { jankMs: 300, jankEvery: 15 } };
+
+/** Starts the pane; returns ask({ ask, scenario, clickEpoch }). */
+export async function startPane(kind, answer, collector, post) {
+  const epoch = () => performance.timeOrigin + performance.now();
+  let ask = 0;
+  // patchGlobals off: the demo page's own requests (background load) stay unmeasured.
+  const rum = await init({ collector, patchGlobals: false, onRecord: (record) => post({ type: 'record', ask, record }) });
+  let mo = null;
+  return async (m) => {
+    ask = m.ask;
+    // The click may have happened in another frame: its time comes on the shared epoch.
+    rum.markInteraction(m.clickEpoch - performance.timeOrigin);
+    const el = document.createElement('div');
+    if (kind === 'janky') el.className = 'md';
+    answer.replaceChildren(el);
+    if (mo) mo.disconnect();
+    mo = new MutationObserver(() => post({ type: 'tick', ask, what: 'dom', t: epoch() }));
+    mo.observe(el, { childList: true, characterData: true, subtree: true });
+    rum.observe(el);
+    try {
+      const res = await rum.fetch('/v1/chat/completions?' + m.scenario, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'default', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'Explain streaming RUM' }] }),
+      });
+      const r = makeRenderer(kind, el, RENDER_OPTS[kind]);
+      await readDeltas(res, (d) => {
+        post({ type: 'tick', ask, what: 'arrive', t: epoch() });
+        r.push(d);
+        answer.scrollTop = 1e9;
+      });
+      r.end();
+    } catch (err) {
+      post({ type: 'error', ask, message: String(err) });
+    }
+  };
+}
