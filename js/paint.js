@@ -33,6 +33,25 @@ function resolve(target) {
 /** This module's bundle (dist/index.js once built): the SDK's own scripts in LoAF entries. */
 const OWN_URL = String(import.meta.url).split(/[?#]/)[0];
 
+/** Chars of the element's text sent with each paint as a probe (src/core/probe.rs). */
+const PROBE_CHARS = 48;
+
+/**
+ * The last `n` UTF-16 units of `el`'s text, walking text nodes backwards from the end: cost
+ * O(nodes visited), not O(text) like textContent.
+ */
+function tailText(el, n) {
+  const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+  let node = walker.lastChild();
+  // lastChild() of the root descends through elements (skipped by SHOW_TEXT) to the last text.
+  let out = '';
+  while (node && out.length < n) {
+    out = node.data.slice(-(n - out.length)) + out;
+    node = walker.previousNode();
+  }
+  return out;
+}
+
 /** Paint-time resolution: 5 µs when cross-origin isolated, else 100 µs (HR-Time §"coarsen"). */
 const resolution = () => (globalThis.crossOriginIsolated ? 0.005 : 0.1);
 
@@ -51,6 +70,7 @@ class Watch {
     // A container holds earlier messages: only growth after the request began is its answer.
     this.base = explicit ? 0 : el.textContent.length;
     this.raf = 0;
+    this.probe = '';
     this.lo = 0;
     this.shown = 0;
     this.timer = 0;
@@ -80,6 +100,7 @@ class Watch {
     // the last arrival to know it. One O(text) read per frame, not per mutation: reading per
     // mutation made a 20 000-append answer quadratic (148 µs per append in scripts/bench.js).
     this.shown = Math.max(0, this.el.textContent.length - this.base);
+    this.probe = tailText(this.el, PROBE_CHARS);
     this.chan.port2.postMessage(0);
   }
 
@@ -87,7 +108,7 @@ class Watch {
     if (!this.live) return;
     const hi = performance.now();
     const err = Math.max((hi - this.lo) / 2, resolution());
-    if (this.p.call((core) => core.paint(this.h, (this.lo + hi) / 2, this.shown, err))) this.p.done(this);
+    if (this.p.call((core) => core.paint(this.h, (this.lo + hi) / 2, this.shown, err, this.probe))) this.p.done(this);
   }
 
   /** The stream ended but its end is not painted yet: give the page a while to paint it. */

@@ -124,13 +124,13 @@ pub mod exports {
 
         /// An answer element is associated with `h`: paint metrics will be reported.
         pub fn observe(&mut self, h: u32) -> bool {
-            self.session.get(h).map(|tl| tl.observed = true).is_some()
+            self.session.get(h).map(|tl| tl.observe()).is_some()
         }
 
-        /// A frame painted `h`'s element at `t` (± `err_ms`) with `len` chars of text.
-        /// Returns true when the record completed (JS stops watching and delivers).
-        pub fn paint(&mut self, h: u32, t: f64, len: u32, err_ms: f64) -> bool {
-            self.session.paint(h, t, len, err_ms)
+        /// A frame painted `h`'s element at `t` (± `err_ms`) with `len` chars of text ending
+        /// with `probe`. Returns true when the record completed (JS stops watching, delivers).
+        pub fn paint(&mut self, h: u32, t: f64, len: u32, err_ms: f64, probe: &str) -> bool {
+            self.session.paint(h, t, len, err_ms, probe)
         }
 
         /// No more paints will come for `h` (timeout, element removed): queue its record.

@@ -31,6 +31,7 @@
 
 use super::jsonscan::{self, Json};
 use super::stream::Content;
+use super::probe::TextTail;
 use super::utf8::count_chars;
 
 /// The content rule that applied to a stream; `as_str` gives the record's `format` value.
@@ -65,6 +66,8 @@ impl Format {
 #[derive(Clone, Debug)]
 pub struct Classifier {
     format: Format,
+    /// The answer text's tail for paint probes (`probe.rs`), when an element is observed.
+    pub tail: Option<TextTail>,
 }
 
 /// Char count of a JSON string value; 0 for absent / null / non-string.
@@ -72,18 +75,55 @@ fn chars(v: Option<Json<'_>>) -> u32 {
     v.and_then(Json::str_chars).unwrap_or(0)
 }
 
-/// Answer and reasoning chars found in one message, turned into a `Content` at the end.
-#[derive(Default)]
-struct Tally {
-    text: u32,
-    reasoning: u32,
+/// A piece of answer text in a message: a JSON string value, or raw text.
+#[derive(Clone, Copy)]
+enum Piece<'a> {
+    Json(Json<'a>),
+    Raw(&'a str),
 }
 
-impl Tally {
-    fn into_content(self, c: &mut Content) {
+/// Pieces of answer text remembered per message for the probe tail (more are counted, not fed).
+const MAX_PIECES: usize = 4;
+
+/// Answer and reasoning chars found in one message, turned into a `Content` at the end.
+#[derive(Default)]
+struct Tally<'a> {
+    text: u32,
+    reasoning: u32,
+    pieces: [Option<Piece<'a>>; MAX_PIECES],
+}
+
+impl<'a> Tally<'a> {
+    /// Answer text from a JSON string value (absent / non-string: nothing).
+    fn text(&mut self, v: Option<Json<'a>>) {
+        let n = chars(v);
+        if let (Some(v), true) = (v, n > 0) {
+            self.text += n;
+            self.keep(Piece::Json(v));
+        }
+    }
+    /// Answer text that is the raw data itself.
+    fn raw(&mut self, s: &'a str) {
+        self.text += count_chars(s);
+        self.keep(Piece::Raw(s));
+    }
+    fn keep(&mut self, p: Piece<'a>) {
+        if let Some(slot) = self.pieces.iter_mut().find(|x| x.is_none()) {
+            *slot = Some(p);
+        }
+    }
+    fn into_content(self, c: &mut Content, tail: &mut Option<TextTail>) {
         if self.text > 0 {
             c.content_events = 1;
             c.content_chars = self.text;
+            if let Some(tail) = tail {
+                for p in self.pieces.into_iter().flatten() {
+                    match p {
+                        Piece::Json(v) => v.chars().for_each(|ch| tail.push(ch)),
+                        Piece::Raw(s) => s.chars().for_each(|ch| tail.push(ch)),
+                    }
+                }
+            }
         }
         if self.reasoning > 0 {
             c.reasoning_events = 1;
@@ -147,12 +187,12 @@ fn is_error(r: &Root<'_>, ty: &str) -> bool {
 }
 
 /// `choices[*]` by the Chat Completions rules; also used for OpenAI-shaped NDJSON.
-fn openai_chat(r: &Root<'_>, t: &mut Tally, c: &mut Content) {
+fn openai_chat<'a>(r: &Root<'a>, t: &mut Tally<'a>, c: &mut Content) {
     for choice in r.choices.into_iter().flat_map(Json::items) {
         let [delta, message, finish] = choice.fields(["delta", "message", "finish_reason"]);
         if let Some(d) = delta.or(message) {
             let [content, reasoning_content, reasoning] = d.fields(["content", "reasoning_content", "reasoning"]);
-            t.text += chars(content);
+            t.text(content);
             t.reasoning += chars(reasoning_content) + chars(reasoning);
         }
         if finish.is_some_and(|f| f.str_raw().is_some()) {
@@ -166,7 +206,7 @@ fn openai_chat(r: &Root<'_>, t: &mut Tally, c: &mut Content) {
 
 impl Classifier {
     pub fn new(initial: Format) -> Self {
-        Classifier { format: initial }
+        Classifier { format: initial, tail: None }
     }
 
     /// One SSE message. Detects the format from the first JSON events when still unknown.
@@ -182,7 +222,7 @@ impl Classifier {
         match Root::parse(data) {
             None => {
                 if self.format == Format::Unknown {
-                    t.text = count_chars(data);
+                    t.raw(data);
                 }
             }
             Some((r, json_ty)) => {
@@ -201,7 +241,7 @@ impl Classifier {
                 match self.format {
                     Format::OpenAiChat => openai_chat(&r, &mut t, &mut c),
                     Format::OpenAiResponses => match ty {
-                        "response.output_text.delta" | "response.refusal.delta" => t.text = chars(r.delta),
+                        "response.output_text.delta" | "response.refusal.delta" => t.text(r.delta),
                         "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => {
                             t.reasoning = chars(r.delta)
                         }
@@ -217,7 +257,7 @@ impl Classifier {
                         "content_block_delta" => {
                             let d = r.delta;
                             match d.and_then(|d| d.get("type")).and_then(Json::str_raw) {
-                                Some("text_delta") => t.text = chars(d.and_then(|d| d.get("text"))),
+                                Some("text_delta") => t.text(d.and_then(|d| d.get("text"))),
                                 Some("thinking_delta") => t.reasoning = chars(d.and_then(|d| d.get("thinking"))),
                                 _ => {}
                             }
@@ -231,18 +271,18 @@ impl Classifier {
                     Format::AiSdkUi => {
                         let delta = r.delta.or(r.text_delta);
                         match ty {
-                            "text-delta" => t.text = chars(delta),
+                            "text-delta" => t.text(delta),
                             "reasoning-delta" => t.reasoning = chars(delta),
                             "finish" => c.done = true,
                             _ => {}
                         }
                     }
                     Format::Ndjson => return self.ndjson_line(data),
-                    Format::Text | Format::Unknown => t.text = count_chars(data),
+                    Format::Text | Format::Unknown => t.raw(data),
                 }
             }
         }
-        t.into_content(&mut c);
+        t.into_content(&mut c, &mut self.tail);
         c
     }
 
@@ -268,14 +308,15 @@ impl Classifier {
             Some(_) if r.choices.is_some() => openai_chat(&r, &mut t, &mut c),
             Some(root) if ["message", "response", "thinking", "done"].iter().any(|k| root.get(k).is_some()) => {
                 let msg = root.get("message");
-                t.text = chars(msg.and_then(|m| m.get("content"))) + chars(root.get("response"));
+                t.text(msg.and_then(|m| m.get("content")));
+                t.text(root.get("response"));
                 t.reasoning = chars(msg.and_then(|m| m.get("thinking"))) + chars(root.get("thinking"));
                 c.done = root.get("done").and_then(Json::as_bool) == Some(true);
                 c.usage_output_tokens = root.get("eval_count").and_then(Json::as_u32);
             }
-            _ => t.text = count_chars(line),
+            _ => t.raw(line),
         }
-        t.into_content(&mut c);
+        t.into_content(&mut c, &mut self.tail);
         c
     }
 
@@ -291,7 +332,7 @@ impl Classifier {
         let mut t = Tally::default();
         let v = jsonscan::parse(json);
         match code {
-            "0" => t.text = chars(v),
+            "0" => t.text(v),
             "g" => t.reasoning = chars(v),
             "3" => c.error_event = true,
             "d" => {
@@ -300,7 +341,7 @@ impl Classifier {
             }
             _ => {}
         }
-        t.into_content(&mut c);
+        t.into_content(&mut c, &mut self.tail);
         c
     }
 

@@ -10,6 +10,7 @@ pub mod jsonscan;
 pub mod jsonw;
 pub mod math;
 pub mod paint;
+pub mod probe;
 pub mod record;
 pub mod seen;
 pub mod server_timing;

@@ -123,6 +123,8 @@ struct PaintBucket {
     rendered: u64,
     arrived: u64,
     err: f64,
+    /// Raw progress located by a text probe (`probe.rs`), when one matched.
+    probed: Option<u64>,
 }
 
 trait Bucket: Copy {
@@ -157,6 +159,7 @@ impl Bucket for PaintBucket {
         // Both are monotone over the list, so the later bucket's values are the maxima.
         self.rendered = next.rendered;
         self.arrived = next.arrived;
+        self.probed = next.probed;
         self.err = self.err.max(next.err);
     }
 }
@@ -253,8 +256,8 @@ pub struct PaintTracker {
     max_len: u64,
     /// (time, raw chars arrived when it was reported).
     first_paint: Option<(f64, u64)>,
-    /// `(max_len, arrived)` at the last stored paint: a paint changing neither adds nothing.
-    stored: (u64, u64),
+    /// `(max_len, arrived, probed)` at the last stored paint: a paint changing none adds nothing.
+    stored: (u64, u64, Option<u64>),
     /// Last paint that grew the text (start of the current potential stall).
     last_growth: Option<f64>,
     /// First arrival after `last_growth`: from then on text was waiting to be painted.
@@ -294,7 +297,7 @@ impl PaintTracker {
             last_len: 0,
             max_len: 0,
             first_paint: None,
-            stored: (0, 0),
+            stored: (0, 0, None),
             last_growth: None,
             wait_since: None,
             run_any: None,
@@ -330,6 +333,12 @@ impl PaintTracker {
 
     /// A frame painted at `t_paint` (± `err_ms`) showing `rendered_len` chars of answer text.
     pub fn on_paint(&mut self, t_paint: f64, rendered_len: u32, err_ms: f64) {
+        self.on_paint_probed(t_paint, rendered_len, err_ms, None);
+    }
+
+    /// As `on_paint`, with the raw progress a text probe located (the on-screen text ends
+    /// after `probed` raw chars): used instead of the proportional estimate for this paint.
+    pub fn on_paint_probed(&mut self, t_paint: f64, rendered_len: u32, err_ms: f64, probed: Option<u32>) {
         if !t_paint.is_finite() || self.arrived == 0 {
             return;
         }
@@ -366,17 +375,19 @@ impl PaintTracker {
         }
 
         self.max_len = self.max_len.max(len);
-        if self.max_len > 0 && (self.max_len, self.arrived) != self.stored {
-            let b = PaintBucket { t0: t, t1: t, rendered: self.max_len, arrived: self.arrived, err };
+        let probed = probed.map(u64::from).filter(|_| len > 0);
+        if self.max_len > 0 && (self.max_len, self.arrived, probed) != self.stored {
+            let b = PaintBucket { t0: t, t1: t, rendered: self.max_len, arrived: self.arrived, err, probed };
             match self.paints.last_mut() {
                 Some(last) if last.t1 == t => {
                     last.rendered = b.rendered;
                     last.arrived = b.arrived;
+                    last.probed = b.probed;
                     last.err = last.err.max(err);
                 }
                 _ => push_bounded(&mut self.paints, self.cap, b),
             }
-            self.stored = (self.max_len, self.arrived);
+            self.stored = (self.max_len, self.arrived, probed);
         }
         self.last_len = len;
         self.last_paint_t = Some(t);
@@ -490,9 +501,13 @@ impl PaintTracker {
             return out;
         }
         let scale = a_fin / r_fin;
-        // Raw chars a paint bucket has shown: proportional to its rendered share, capped by
-        // what had arrived, never behind the previous bucket, never past the end.
-        let progress = |b: &PaintBucket, prev: f64| (b.rendered as f64 * scale).min(b.arrived as f64).min(a_fin).max(prev);
+        // Raw chars a paint bucket has shown: where its probe matched, else proportional to its
+        // rendered share; capped by what had arrived, never behind the previous bucket, never
+        // past the end.
+        let progress = |b: &PaintBucket, prev: f64| {
+            let est = b.probed.map_or(b.rendered as f64 * scale, |p| p as f64);
+            est.min(b.arrived as f64).min(a_fin).max(prev)
+        };
         let mut pieces: Vec<(f64, f64)> = Vec::with_capacity(self.arrivals.len() + self.paints.len());
         let (mut ai, mut pi) = (0usize, 0usize);
         let (mut a_lo, mut p_lo) = (0.0f64, 0.0f64);

@@ -198,10 +198,11 @@ impl Session {
     }
 
     /// A frame painted the observed answer element of `h` at `t` (± `err_ms`) showing
-    /// `rendered_len` chars. Returns true when this completed the record (queued now).
-    pub fn paint(&mut self, h: Handle, t: f64, rendered_len: u32, err_ms: f64) -> bool {
+    /// `rendered_len` chars, ending with `probe`. Returns true when this completed the record
+    /// (queued now).
+    pub fn paint(&mut self, h: Handle, t: f64, rendered_len: u32, err_ms: f64, probe: &str) -> bool {
         let Some(tl) = self.get(h) else { return false };
-        tl.paint.on_paint(t, rendered_len, err_ms);
+        tl.on_paint(t, rendered_len, err_ms, probe);
         if tl.is_ended() && !tl.awaits_paint() {
             self.finish(h, t);
             return true;

@@ -19,6 +19,7 @@
 //! block without data (e.g. only `retry:`) is not dispatched and not counted.
 
 use super::formats::{Classifier, Format};
+use super::probe::TextTail;
 use super::sse::{LineSplitter, SseItem, SseParser};
 use super::utf8::Utf8Decoder;
 
@@ -183,7 +184,24 @@ impl StreamDecoder {
             Mode::DataStream => Format::AiSdkUi,
             Mode::Text => Format::Text,
         };
+        let tail = self.classifier.tail.take();
         self.classifier = Classifier::new(initial);
+        self.classifier.tail = tail;
+    }
+
+    /// Keeps the answer text's tail from now on (paint probes); `chars_so_far` = answer chars
+    /// already counted (their text is gone). Idempotent.
+    pub fn keep_tail(&mut self, chars_so_far: u32) {
+        self.classifier.tail.get_or_insert_with(|| TextTail::starting_at(chars_so_far));
+    }
+
+    /// The answer text's tail, when kept and in step with the content counts (text/plain
+    /// bodies are counted without decoding, so they keep no tail).
+    pub fn tail(&self) -> Option<&TextTail> {
+        if self.mode == Mode::Text {
+            return None;
+        }
+        self.classifier.tail.as_ref()
     }
 
     /// One SSE message already framed by the browser (EventSource): classified by this

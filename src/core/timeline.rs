@@ -258,6 +258,32 @@ impl Timeline {
         self.headers = Some(t);
         self.status = status;
         self.decoder = Some(StreamDecoder::new(content_type, ai_sdk_header));
+        if self.observed {
+            self.observe();
+        }
+    }
+
+    /// An answer element is associated: paint metrics will be reported, and the answer
+    /// text's tail is kept for paint probes.
+    pub fn observe(&mut self) {
+        self.observed = true;
+        let chars = self.content.content_chars;
+        if let Some(d) = self.decoder.as_mut() {
+            d.keep_tail(chars);
+        }
+    }
+
+    /// A frame painted the observed element at `t` (± `err_ms`) with `len` chars of text,
+    /// ending with `probe` (the element's last few dozen chars; "" when unknown).
+    pub fn on_paint(&mut self, t: f64, len: u32, err_ms: f64, probe: &str) {
+        let chars = self.content.content_chars;
+        let probed = self
+            .decoder
+            .as_ref()
+            .and_then(StreamDecoder::tail)
+            .filter(|tail| tail.pos == chars)
+            .and_then(|tail| tail.find(probe));
+        self.paint.on_paint_probed(t, len, err_ms, probed);
     }
 
     /// The raw `Server-Timing` header (fetch joins repeated headers with ", ").

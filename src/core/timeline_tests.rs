@@ -265,10 +265,10 @@ fn observed_answer_record_waits_for_its_last_paint() {
     let h = s.begin("https://chat.example/v1/chat", "POST", 1000.0, 1.0e12, &[4u8; 32]);
     let tl = s.get(h).unwrap();
     tl.interaction = Some(700.0);
-    tl.observed = true;
+    tl.observe();
     tl.on_headers(1040.0, 200, "text/event-stream", false);
     tl.on_chunk(1500.0, chunk("Hello").as_bytes());
-    assert!(!s.paint(h, 1510.0, 5, 2.0));
+    assert!(!s.paint(h, 1510.0, 5, 2.0, ""));
     s.get(h).unwrap().on_chunk(1530.0, chunk(" world").as_bytes());
     // A 300 ms script blocks the page: the text waits, then paints.
     s.get(h).unwrap().on_long_frame(1525.0, 320.0, "Response.json.then", "https://chat.example/app.js?v=secret", 300.0);
@@ -279,7 +279,7 @@ fn observed_answer_record_waits_for_its_last_paint() {
     assert!(!s.end(h, 1840.0, Outcome::Ok), "the end of the answer is not painted yet");
     assert!(s.take_finished().is_empty());
     assert!(s.current().is_none(), "an ended request takes no marks");
-    assert!(s.paint(h, 1850.0, 11, 2.0), "the frame showing the end completes the record");
+    assert!(s.paint(h, 1850.0, 11, 2.0, ""), "the frame showing the end completes the record");
     let rec = s.take_finished().remove(0);
     has(&rec, "\"firstPaint\":510,\"lastToken\":530,\"lastPaint\":850,\"end\":840}");
     has(&rec, "\"interaction\":-300,");
@@ -305,10 +305,10 @@ fn observed_answer_record_waits_for_its_last_paint() {
     // waiting record is finished by the hide.
     let h = s.begin("https://chat.example/v1/chat", "POST", 0.0, 0.0, &[6u8; 32]);
     let tl = s.get(h).unwrap();
-    tl.observed = true;
+    tl.observe();
     tl.on_headers(1.0, 200, "text/event-stream", false);
     tl.on_chunk(10.0, chunk("a").as_bytes());
-    s.paint(h, 20.0, 1, 1.0);
+    s.paint(h, 20.0, 1, 1.0, "");
     s.get(h).unwrap().on_chunk(30.0, chunk("b").as_bytes());
     assert!(!s.end(h, 40.0, Outcome::Ok));
     s.page_hidden(45.0, false);
@@ -317,4 +317,40 @@ fn observed_answer_record_waits_for_its_last_paint() {
     has(&rec, "\"lastPaint\":null,");
     has(&rec, "\"perceivedTotal\":null,\"renderDelay\":null,\"buffered\":false,");
     has(&rec, "\"hidden\":true");
+}
+
+/// Markdown shrinks the rendered text unevenly; before a pause, the proportional mapping says
+/// the screen is short of what arrived and charges the pause to those chars. The text probe
+/// (the element's last chars, located in the answer's tail) gives the exact progress.
+#[test]
+fn text_probes_keep_markdown_pauses_out_of_render_delay() {
+    let run = |probes: bool| {
+        let mut s = session(&[]);
+        let h = s.begin("https://chat.example/v1/chat", "POST", 0.0, 0.0, &[7u8; 32]);
+        let tl = s.get(h).unwrap();
+        tl.observe(); // before headers: the tail starts with the decoder
+        tl.on_headers(1.0, 200, "text/event-stream", false);
+        let mut shown = String::new();
+        let paint = |s: &mut Session, t: f64, shown: &str| {
+            let probe = if probes { shown } else { "" };
+            s.paint(h, t, shown.encode_utf16().count() as u32, 1.0, probe)
+        };
+        s.get(h).unwrap().on_chunk(100.0, chunk("**Bold start here** ").as_bytes());
+        shown.push_str("Bold start here ");
+        paint(&mut s, 110.0, &shown);
+        s.get(h).unwrap().on_chunk(130.0, chunk("plain words follow ").as_bytes());
+        shown.push_str("plain words follow ");
+        paint(&mut s, 140.0, &shown);
+        // 600 ms of network silence, then the end.
+        s.get(h).unwrap().on_chunk(760.0, chunk("end.").as_bytes());
+        shown.push_str("end.");
+        s.get(h).unwrap().on_chunk(761.0, b"data: [DONE]\n\n");
+        s.end(h, 762.0, Outcome::Ok);
+        assert!(paint(&mut s, 770.0, &shown));
+        s.take_finished().remove(0)
+    };
+    let proportional = run(false);
+    has(&proportional, "\"max\":6"); // 640: the pause charged to a fraction of a char
+    let probed = run(true);
+    has(&probed, "\"renderDelay\":{\"first\":10,\"p50\":10,\"p95\":10,\"max\":10}");
 }
