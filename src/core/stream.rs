@@ -24,7 +24,8 @@ use super::sse::{LineSplitter, SseItem, SseParser};
 use super::utf8::Utf8Decoder;
 
 /// What one delivered chunk (or one EventSource message) contained. Counts only: the core
-/// never keeps answer text.
+/// keeps no answer text, except the bounded tail for paint probes of observed requests
+/// (`probe.rs`), which is never encoded into a record.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
 pub struct Content {
     /// Parsed events / lines in this piece (any kind, including pings and comments).
