@@ -243,3 +243,54 @@ test.describe('answer element association', () => {
     expect(h1000 - h200).toBeLessThan(500_000);
   });
 });
+
+test('EventSource answers get paint metrics too', async ({ page }) => {
+  await openPage(page);
+  await page.evaluate(async () => (await import('/helpers.js')).startRum());
+  const rec = await page.evaluate(async () => {
+    const el = document.createElement('div');
+    document.body.append(el);
+    window.__rum.observe(el);
+    const before = window.__records.length;
+    const es = new EventSource('/v1/stream?prefill_ms=80&gap_ms=30&tokens=30');
+    await new Promise((resolve) => {
+      es.onmessage = (e) => {
+        if (e.data === '[DONE]') {
+          es.close();
+          resolve();
+          return;
+        }
+        const j = JSON.parse(e.data);
+        for (const c of j.choices || []) if (c.delta && c.delta.content) el.append(c.delta.content);
+      };
+    });
+    return (await import('/helpers.js')).waitRecord((r, i) => i >= before && r.transport === 'eventsource', 8000);
+  });
+  report('eventsource', false, rec);
+  sane(rec);
+  expect(rec.marks.firstPaint - rec.marks.firstToken).toBeLessThanOrEqual(ONE_FRAME);
+  expect(rec.renderDelay.p50).toBeLessThanOrEqual(ONE_FRAME);
+  expect(rec.buffered).toBe(false);
+});
+
+test('a page hidden mid-answer reports the first paint it showed, not the rest', async ({ page }) => {
+  await openPage(page);
+  await page.evaluate(async () => (await import('/helpers.js')).startRum());
+  const rec = await page.evaluate(async () => {
+    const h = await import('/helpers.js');
+    // Headless pages are never really hidden: fake the state change as the browser reports it.
+    setTimeout(() => {
+      Object.defineProperty(document, 'visibilityState', { value: 'hidden', configurable: true });
+      document.dispatchEvent(new Event('visibilitychange'));
+    }, 400);
+    const { rec } = await h.renderAnswer('streamed', 'prefill_ms=80&gap_ms=30&tokens=30');
+    return rec;
+  });
+  expect(rec.hidden).toBe(true);
+  expect(rec.marks.firstPaint).not.toBeNull();
+  expect(rec.marks.firstPaint).toBeLessThan(400);
+  for (const k of ['lastPaint']) expect(rec.marks[k]).toBeNull();
+  expect(rec.perceivedTotal).toBeNull();
+  expect(rec.renderDelay).toBeNull();
+  expect(rec.ttfp).toBe(rec.marks.firstPaint);
+});
