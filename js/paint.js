@@ -93,6 +93,14 @@ class Watch {
       this.p.drop(this);
       return;
     }
+    try {
+      this.measure();
+    } catch (e) {
+      this.p.fail(e); // a rAF callback must not throw into the page
+    }
+  }
+
+  measure() {
     this.lo = performance.now();
     // What this frame will paint. Every mutated frame is reported, even when the length did
     // not change: a re-render after an invisible last token (a trailing newline under
@@ -139,6 +147,7 @@ export function makePaint(ctx, opts) {
   let perf = null;
 
   const p = {
+    fail: (e) => ctx.fail(e),
     call(fn) {
       const core = ctx.live();
       if (!core) return false;
@@ -219,6 +228,12 @@ export function makePaint(ctx, opts) {
     /** A measured request began (after core.begin). */
     began(h) {
       running.push(h);
+      // The core keeps at most 64 requests in flight (a body the app never finishes is then
+      // ended `partial`); so does this list, and the oldest one's watch goes with it.
+      if (running.length > 64) {
+        const old = running.shift();
+        if (watches.has(old)) p.drop(watches.get(old));
+      }
       if (pending) {
         const el = pending;
         pending = null;

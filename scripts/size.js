@@ -5,12 +5,12 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 
 // The target is 30 KB brotli (issue 2 shipped at 28.7 KB). EventSource (+2.0 KB), the
-// beacon transport (+3.4 KB) and paint observation (+5.5 KB: the arrival↔paint matcher,
-// paint stalls and blame in the core, js/paint.js) took it past that; until a size pass
-// brings it back, this guard stops further growth. Raise it only with a reason in the commit
-// message.
+// beacon transport (+3.4 KB) and paint observation (+6.5 KB: the arrival↔paint matcher, text
+// probes, paint stalls and blame in the core, js/paint.js) took it past that; until a size
+// pass brings it back, this guard stops further growth. Raise it only with a reason in the
+// commit message.
 export const TARGET_BROTLI = 30 * 1024;
-export const BUDGET_BROTLI = 40 * 1024;
+export const BUDGET_BROTLI = 42 * 1024;
 
 export function measure(dir = 'dist') {
   const files = [];

@@ -15,7 +15,9 @@ const TOL = 3;
 const SDK_TOL = 3;
 // Single-message lags in the secondary tests: a sanity bound only (one delivery can wait for
 // scheduling on this shared machine); accuracy is the first test's job, with statistics.
-const TOL_ONE = 50;
+// 150 ms: a single delivery 66 ms late was seen in a clean-clone CI run on this shared
+// 2-core machine while every statistical bound held.
+const TOL_ONE = 150;
 // Event data carrying non-empty answer text, in the formats used here (the app's own view).
 const CONTENT = /"(content|delta|text)":"[^"]/;
 

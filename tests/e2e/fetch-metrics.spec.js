@@ -18,7 +18,9 @@ const SDK_TOL = 3;
 // Single-delivery bounds in the secondary tests (formats, late headers): a sanity bound only,
 // since one delivery can be preempted on a loaded machine; accuracy is checked statistically
 // in the first test.
-const SANITY = 50;
+// 150 ms: a single delivery 66 ms late was seen in a clean-clone CI run on this shared
+// 2-core machine while every statistical bound held.
+const SANITY = 150;
 
 /** Streams one chat completion through the patched global fetch, as an app would. */
 async function chat(page, query, { url = '/v1/chat/completions', id = testId('chat') } = {}) {
