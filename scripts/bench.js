@@ -97,6 +97,22 @@ try {
         coreRuns.push(performance.now() - t0);
       }
       core.end(ch, 0, 4); // forget: no record
+      // One paint report of an observed answer (per frame, not per chunk): the text probe is
+      // located in the answer's tail, the frame goes into the bounded paint buckets.
+      const ph = core.begin(location.origin + '/x', 'POST', 0, 0, new Uint8Array(32), -1);
+      core.observe(ph);
+      core.response(ph, 0, 200, new Headers({ 'content-type': 'text/event-stream' }), false);
+      for (let i = 0; i < 600; i++) core.chunk(ph, i, ev);
+      // Worst case: a probe that matches nowhere, so the whole 512-char tail is searched.
+      const probe = ' nothing like the answer text here, not at all';
+      const paintRuns = [];
+      const PAINTS = 20000;
+      for (let r = 0; r < ROUNDS; r++) {
+        const t0 = performance.now();
+        for (let i = 0; i < PAINTS; i++) core.paint(ph, 600 + i, 3600, 1, probe);
+        paintRuns.push(performance.now() - t0);
+      }
+      core.end(ph, 0, 4);
       // Memory: one very long stream; the per-request state must not grow with length.
       gc();
       const heap0 = performance.memory.usedJSHeapSize;
@@ -145,7 +161,7 @@ try {
       await prum.shutdown();
       return {
         mutPlain: median(plain), mutObserved: median(observed), MUT,
-        native: median(native), piped: median(piped), wrapped: median(wrapped), core: median(coreRuns),
+        native: median(native), piped: median(piped), wrapped: median(wrapped), core: median(coreRuns), paint: median(paintRuns) / 20000,
         heap0, heap1, mem0, mem1, longMs, lastChunks: last.chunks, lastTokens: last.outputTokens,
       };
     },
@@ -159,6 +175,7 @@ try {
   console.log(`  added by llm-rum       ${us(result.wrapped - result.native)} µs/chunk (ratio ${(result.wrapped / result.native).toFixed(2)}x)`);
   console.log(`  of which measurement   ${us(result.wrapped - result.piped)} µs/chunk (beyond a bare pass-through)`);
   console.log(`  core.chunk() alone     ${us(result.core)} µs per 174-byte OpenAI chunk (wasm parse + metrics)`);
+  console.log(`  core.paint() alone     ${(result.paint * 1000).toFixed(3)} µs per painted frame of an observed answer (worst case: a probe found nowhere)`);
   console.log(`memory, one ${LONG}-chunk stream (${result.longMs.toFixed(0)} ms, record: ${result.lastChunks} chunks, ${result.lastTokens} tokens):`);
   console.log(`  wasm linear memory     ${result.mem0} → ${result.mem1} bytes`);
   console.log(`  JS heap after GC       ${result.heap0} → ${result.heap1} bytes (${result.heap1 - result.heap0 >= 0 ? '+' : ''}${result.heap1 - result.heap0})`);
