@@ -81,6 +81,7 @@ export function makeEventSource(ctx, Native, param) {
         // After a drop the browser reconnects: a new record linked to the first.
         if (!m.h) m.h = begin(core, m, t, m.r);
         core.es_message(m.h, t, '', '', '');
+        ctx.confirmed(m.h); // a stream: its answer element may be bound now
       } else if (type === 'error' && !(ev instanceof MessageEvent)) {
         // The connection dropped (readyState CONNECTING: the browser reconnects; its failed
         // retries are not app errors) or failed for good (CLOSED; a reconnect that does gets
@@ -131,7 +132,7 @@ export function makeEventSource(ctx, Native, param) {
         super(...args);
       } catch (e) {
         try {
-          if (m) core.end(m.h, 0, 4); // forget: no record
+          if (m) ctx.end(m.h, 4); // forget: no record (and no paint watch)
         } catch {
           /* the app gets the native error */
         }

@@ -29,8 +29,8 @@ function outcomeOf(err) {
  *   live() → the core or null when measurement is off;  nativeFetch;  base() → base URL;
  *   match(url, method) → 0 skip, 1 measure if the response is a stream, 2 measure always;
  *   random() → 32 random bytes;  interaction(t) → pending user-action time or -1;
- *   began(h) after core.begin;  end(h, outcome);  settled(h, done) when the core let go of h;
- *   fail(err).
+ *   began(h) after core.begin;  confirmed(h) once the response is measured;  end(h, outcome);
+ *   settled(h, done) when the core let go of h;  fail(err).
  */
 export function makeFetch(ctx) {
   return function fetch(input, init) {
@@ -99,6 +99,7 @@ function onResponse(ctx, h, res, measureAny) {
       ctx.settled(h, true); // not measured: the core forgot it
       return res;
     }
+    ctx.confirmed(h); // measured: its answer element may be bound now
     if (!res.body) {
       ctx.end(h, OK);
       return res;

@@ -38,8 +38,9 @@ export interface RumOptions {
   budgets?: Record<string, number>;
   /**
    * The messages container (element, or a selector resolved when each request starts): text
-   * growth inside it while a measured stream runs is that stream's answer (the newest stream
-   * owns it). `rum.observe(el)` names an answer element explicitly and wins over this.
+   * growth inside it after a measured stream started is that stream's answer (the newest
+   * stream owns it; non-stream requests never do). `rum.observe(el)` names an answer element
+   * explicitly and wins over this.
    */
   observe?: Element | string | null;
   /**
@@ -255,9 +256,10 @@ export interface Rum {
    */
   EventSource: typeof EventSource;
   /**
-   * The answer element for the current request (the newest running one without an explicit
-   * element), else for the next one to start. Returns an undo function. A removed element
-   * stops being observed.
+   * The answer element for the current answer (the newest running measured stream without an
+   * explicit element), else for the next measured stream — requests whose responses are not
+   * measured (JSON calls in between) do not take it. Returns an undo function. A removed
+   * element stops being observed.
    */
   observe(el: Element | string): () => void;
   /** A custom stage mark on the current request; false when no request runs. */

@@ -121,9 +121,15 @@ export async function init(options) {
   const deliver = () => {
     const core = state.core;
     if (!core) return;
-    const text = core.take_records();
-    if (!text) return;
-    const records = JSON.parse(text);
+    let records;
+    try {
+      const text = core.take_records();
+      if (!text) return;
+      records = JSON.parse(text);
+    } catch (e) {
+      fail(e); // reached from timers and frame callbacks: nothing may escape into the page
+      return;
+    }
     for (const r of records) {
       if (opts.onRecord) {
         try {
@@ -134,13 +140,22 @@ export async function init(options) {
       }
     }
     // The core queued the same records for the collector; send when it says so.
-    if (transport) transport.schedule();
+    try {
+      if (transport) transport.schedule();
+    } catch (e) {
+      fail(e);
+    }
   };
 
   const fail = (e) => {
     if (state.core) {
       state.core = null;
       warn('measurement disabled after an internal error; requests are unaffected', e);
+      try {
+        paint.stop(); // its observers would otherwise run on for nothing
+      } catch {
+        /* already failing */
+      }
     }
   };
 
@@ -150,7 +165,11 @@ export async function init(options) {
     base: state.base,
     match: makeMatcher(opts, state),
     random: randomBytes,
-    interaction: (t) => (state.lastInteraction >= 0 && t - state.lastInteraction <= INTERACTION_WINDOW_MS ? state.lastInteraction : -1),
+    // The latest action within 1 s *before* the request (a time handed in for later is not).
+    interaction: (t) => {
+      const d = t - state.lastInteraction;
+      return state.lastInteraction >= 0 && d >= 0 && d <= INTERACTION_WINDOW_MS ? state.lastInteraction : -1;
+    },
     end(h, outcome) {
       const core = state.core;
       if (!core) return;
@@ -161,9 +180,13 @@ export async function init(options) {
         fail(e);
       }
     },
-    /** A measured request began: associate its answer element (paint observation). */
+    /** A request began (paint observation notes the container's text so far). */
     began(h) {
       paint.began(h);
+    },
+    /** Its response is measured (a stream, or `match`ed): bind its answer element. */
+    confirmed(h) {
+      paint.confirmed(h);
     },
     /** The core ended `h`; `done` = its record is queued (false: it waits for a paint). */
     settled(h, done) {

@@ -61,14 +61,15 @@ class Watch {
    * @param {number} h  the request's handle
    * @param {Node} el   the observed element
    * @param {boolean} explicit  from rum.observe (else the `observe` container)
+   * @param {number} base  text length that is not this answer's (a container's earlier
+   *   messages, as of the request's start)
    */
-  constructor(p, h, el, explicit) {
+  constructor(p, h, el, explicit, base) {
     this.p = p;
     this.h = h;
     this.el = el;
     this.explicit = explicit;
-    // A container holds earlier messages: only growth after the request began is its answer.
-    this.base = explicit ? 0 : el.textContent.length;
+    this.base = base;
     this.raf = 0;
     this.probe = '';
     this.lo = 0;
@@ -114,6 +115,10 @@ class Watch {
 
   painted() {
     if (!this.live) return;
+    if (!this.p.live()) {
+      this.stop(); // measurement was disabled: nothing to report to
+      return;
+    }
     const hi = performance.now();
     const err = Math.max((hi - this.lo) / 2, resolution());
     if (this.p.call((core) => core.paint(this.h, (this.lo + hi) / 2, this.shown, err, this.probe))) this.p.done(this);
@@ -142,12 +147,16 @@ class Watch {
  */
 export function makePaint(ctx, opts) {
   const watches = new Map(); // handle → Watch
-  const running = []; // measured requests not yet ended, in begin order
-  let pending = null; // rum.observe(el) before its request began
+  const running = []; // requests not yet ended, in begin order
+  const confirmed = new Set(); // of those, the ones whose response is measured
+  const containers = new Map(); // handle → { el, base }: the `observe` container at its start
+  let pending = null; // rum.observe(el) waiting for a measured request
   let perf = null;
+  let stopped = false;
 
   const p = {
     fail: (e) => ctx.fail(e),
+    live: () => !!ctx.live(),
     call(fn) {
       const core = ctx.live();
       if (!core) return false;
@@ -194,7 +203,9 @@ export function makePaint(ctx, opts) {
       // LoAF names a task's entry point. When the app reads a measured body, that is the
       // SDK's re-stream callback (fetch.js), and the app's chunk handler runs inside it as a
       // microtask; the SDK's own share is microseconds. Say what it was, not whose file.
-      if (source && source.split(/[?#]/)[0] === OWN_URL) {
+      // Only for a stream read's continuation: bundled into an app, OWN_URL is the app's own
+      // bundle, whose other scripts keep their names.
+      if (source && source.split(/[?#]/)[0] === OWN_URL && /\.read\.then$/.test(invoker)) {
         invoker = 'stream-read';
         source = '';
       }
@@ -209,12 +220,19 @@ export function makePaint(ctx, opts) {
     perf = null;
   }
 
-  function watch(h, el, explicit) {
+  /** Stops tracking `h` (pushed out of the bounded list). */
+  function forget(h) {
+    confirmed.delete(h);
+    containers.delete(h);
+    if (watches.has(h)) p.drop(watches.get(h));
+  }
+
+  function watch(h, el, explicit, base) {
     const old = watches.get(h);
     if (old) old.stop();
     if (!p.call((core) => core.observe(h))) return null;
     try {
-      const w = new Watch(p, h, el, explicit);
+      const w = new Watch(p, h, el, explicit, base);
       watches.set(h, w);
       observePerf();
       return w;
@@ -225,31 +243,44 @@ export function makePaint(ctx, opts) {
   }
 
   return {
-    /** A measured request began (after core.begin). */
+    /**
+     * A request began (after core.begin). Nothing is bound yet: most fetches are not streams
+     * (a sidebar refresh must not take the answer's element), so binding waits for
+     * `confirmed`. The container's text so far is noted now: growth after this is the answer.
+     */
     began(h) {
+      if (stopped) return;
       running.push(h);
       // The core keeps at most 64 requests in flight (a body the app never finishes is then
       // ended `partial`); so does this list, and the oldest one's watch goes with it.
-      if (running.length > 64) {
-        const old = running.shift();
-        if (watches.has(old)) p.drop(watches.get(old));
-      }
+      if (running.length > 64) forget(running.shift());
+      const el = resolve(opts.observe);
+      if (el) containers.set(h, { el, base: el.textContent.length });
+    },
+    /** The response of `h` is measured: bind the pending explicit element, or the container. */
+    confirmed(h) {
+      if (stopped || !running.includes(h)) return;
+      confirmed.add(h);
       if (pending) {
         const el = pending;
         pending = null;
-        watch(h, el, true);
+        containers.delete(h);
+        watch(h, el, true, 0);
         return;
       }
-      const el = resolve(opts.observe);
-      if (!el) return;
+      const c = containers.get(h);
+      containers.delete(h);
+      if (!c || !c.el.isConnected) return;
       // One answer at a time in a container: the newest stream owns its growth.
-      for (const [oh, w] of watches) if (!w.explicit && w.el === el) p.drop(watches.get(oh));
-      watch(h, el, false);
+      for (const w of [...watches.values()]) if (!w.explicit && w.el === c.el) p.drop(w);
+      watch(h, c.el, false, c.base);
     },
     /** core.end / es_end returned `done` for `h`. */
     ended(h, done) {
       const i = running.indexOf(h);
       if (i >= 0) running.splice(i, 1);
+      confirmed.delete(h);
+      containers.delete(h);
       const w = watches.get(h);
       if (done) {
         if (w) p.done(w);
@@ -258,13 +289,16 @@ export function makePaint(ctx, opts) {
       if (w) w.ended();
       else p.call((core) => core.finish(h, performance.now()));
     },
-    /** rum.observe(el): the answer element for the current request, or the next one. */
+    /**
+     * rum.observe(el): the answer element of the current request (the newest measured one
+     * without an explicit element), or else of the next measured one.
+     */
     observe(target) {
       const el = resolve(target);
-      if (!el) return () => {};
-      const h = [...running].reverse().find((x) => !(watches.get(x) || {}).explicit);
+      if (!el || stopped) return () => {};
+      const h = [...running].reverse().find((x) => confirmed.has(x) && !(watches.get(x) || {}).explicit);
       if (h !== undefined && !pending) {
-        const w = watch(h, el, true);
+        const w = watch(h, el, true, 0);
         return () => w && w.live && p.drop(w);
       }
       pending = el;
@@ -275,9 +309,13 @@ export function makePaint(ctx, opts) {
       };
     },
     stop() {
+      stopped = true;
       for (const w of [...watches.values()]) p.drop(w);
       unobservePerf();
       pending = null;
+      running.length = 0;
+      confirmed.clear();
+      containers.clear();
     },
   };
 }

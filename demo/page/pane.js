@@ -13,8 +13,12 @@ const RENDER_OPTS = { janky: { jankMs: 300, jankEvery: 15 } };
 export async function startPane(kind, answer, collector, post) {
   const epoch = () => performance.timeOrigin + performance.now();
   let ask = 0;
+  const starts = []; // [ask, epoch just before its request], newest last
+  // A record belongs to the newest ask whose request started before it (an answer still
+  // streaming when Ask is clicked again must not be filed under the new ask).
+  const askOf = (record) => (starts.findLast(([, t]) => t <= record.startEpochMs + 1) || [0])[0];
   // patchGlobals off: the demo page's own requests (background load) stay unmeasured.
-  const rum = await init({ collector, patchGlobals: false, onRecord: (record) => post({ type: 'record', ask, record }) });
+  const rum = await init({ collector, patchGlobals: false, onRecord: (record) => post({ type: 'record', ask: askOf(record), record }) });
   let mo = null;
   return async (m) => {
     ask = m.ask;
@@ -27,6 +31,8 @@ export async function startPane(kind, answer, collector, post) {
     mo = new MutationObserver(() => post({ type: 'tick', ask, what: 'dom', t: epoch() }));
     mo.observe(el, { childList: true, characterData: true, subtree: true });
     rum.observe(el);
+    starts.push([ask, epoch()]);
+    if (starts.length > 16) starts.shift();
     try {
       const res = await rum.fetch('/v1/chat/completions?' + m.scenario, {
         method: 'POST',

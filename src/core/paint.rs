@@ -338,22 +338,30 @@ impl PaintTracker {
 
     /// As `on_paint`, with the raw progress a text probe located (the on-screen text ends
     /// after `probed` raw chars): used instead of the proportional estimate for this paint.
+    ///
+    /// The frame's text was read at `t_paint − err_ms` (the bracket's lower bound: the browser
+    /// layer reads it in the frame's rAF callback and reports at the bracket's midpoint).
+    /// Text that arrived after that read cannot be on this frame, even though the report
+    /// comes later (a chunk task can run between the frame and the report): such a paint is
+    /// capped at what had arrived by the read, and cannot be the frame showing the end.
     pub fn on_paint_probed(&mut self, t_paint: f64, rendered_len: u32, err_ms: f64, probed: Option<u32>) {
-        if !t_paint.is_finite() || self.arrived == 0 {
+        let err = if err_ms.is_finite() && err_ms > 0.0 { err_ms } else { 0.0 };
+        let arrived = self.arrived_by(t_paint - err);
+        if !t_paint.is_finite() || arrived == 0 {
             return;
         }
+        let stale = arrived < self.arrived;
         let t = self.last_paint_t.map_or(t_paint, |l| t_paint.max(l));
         let len = rendered_len as u64;
-        let err = if err_ms.is_finite() && err_ms > 0.0 { err_ms } else { 0.0 };
 
         if len != self.last_len || self.run_any.is_none() {
             self.run_any = Some(t);
         }
-        if len != self.last_len || self.run_after.is_none() {
+        if !stale && (len != self.last_len || self.run_after.is_none()) {
             self.run_after = Some(t);
         }
         if len > 0 && self.first_paint.is_none() {
-            self.first_paint = Some((t, self.arrived));
+            self.first_paint = Some((t, arrived));
         }
         if len > 0 {
             self.err_max = self.err_max.max(err);
@@ -376,8 +384,8 @@ impl PaintTracker {
 
         self.max_len = self.max_len.max(len);
         let probed = probed.map(u64::from).filter(|_| len > 0);
-        if self.max_len > 0 && (self.max_len, self.arrived, probed) != self.stored {
-            let b = PaintBucket { t0: t, t1: t, rendered: self.max_len, arrived: self.arrived, err, probed };
+        if self.max_len > 0 && (self.max_len, arrived, probed) != self.stored {
+            let b = PaintBucket { t0: t, t1: t, rendered: self.max_len, arrived, err, probed };
             match self.paints.last_mut() {
                 Some(last) if last.t1 == t => {
                     last.rendered = b.rendered;
@@ -387,10 +395,19 @@ impl PaintTracker {
                 }
                 _ => push_bounded(&mut self.paints, self.cap, b),
             }
-            self.stored = (self.max_len, self.arrived, probed);
+            self.stored = (self.max_len, arrived, probed);
         }
         self.last_len = len;
         self.last_paint_t = Some(t);
+    }
+
+    /// Raw chars that had arrived by `t` (a coalesced bucket still running at `t` counts
+    /// only what arrived before it: a lower bound).
+    fn arrived_by(&self, t: f64) -> u64 {
+        if self.last_arrival.is_none_or(|a| a <= t) {
+            return self.arrived;
+        }
+        self.arrivals.iter().rev().find(|b| b.t1 <= t).map_or(0, |b| b.chars)
     }
 
     /// The stream ended at `t_end` with `final_chars` raw answer chars. Chars the arrivals did
@@ -874,10 +891,15 @@ mod tests {
         let d = p.result().render_delay.unwrap();
         assert_eq!((d.first, d.p50, d.max), (10.0, 10.0, 20.0));
         assert_eq!(p.result().last_paint, Some(40.0));
-        // Negative delays (a paint stamped before the text it shows arrived): clamped, counted.
+        // A paint read before the text arrived cannot show it: ignored.
         let mut p = PaintTracker::new(0.0, 250.0);
         p.on_arrival(100.0, 10);
         p.on_paint(90.0, 10, 0.0);
+        assert_eq!(p.result().first_paint, None);
+        // Negative delays (a native paint time a hair before the arrival it shows, at the
+        // clock's grain): clamped to 0, counted.
+        p.on_paint(104.0, 10, 4.0); // read at 100
+        p.refine(99.95, 0.1);
         let r = p.result();
         assert_eq!((r.render_delay.unwrap().first, r.negative_chars), (0.0, 10));
         // on_end reports chars the arrivals missed; they arrive at t_end.
@@ -1121,5 +1143,30 @@ mod tests {
         assert_eq!(p.stalls().list[0].start, 110.0);
         p.shift_origin(5.0);
         assert_eq!(p.stalls().list[0].start, 115.0);
+    }
+
+    #[test]
+    fn a_frame_read_before_an_arrival_but_reported_after_it_is_not_the_final_paint() {
+        let mut p = PaintTracker::new(0.0, 250.0);
+        p.on_arrival(100.0, 10);
+        p.on_paint(110.0, 10, 2.0);
+        // The frame's text is read at 120 (bracket 120..124, reported as 122 ± 2); a chunk
+        // task runs at 121 before the report: the last 5 chars, then the end.
+        p.on_arrival(121.0, 15);
+        p.on_end(121.5, 15);
+        p.on_paint(122.0, 10, 2.0);
+        assert!(!p.final_paint_seen(), "the frame was read before the last arrival");
+        p.on_paint(140.0, 15, 2.0);
+        assert!(p.final_paint_seen());
+        let r = p.result();
+        assert_eq!(r.last_paint, Some(140.0));
+        // The stale frame is capped at what had arrived when it was read (10 chars).
+        let d = r.render_delay.unwrap();
+        assert_eq!((d.first, d.max), (10.0, 19.0));
+        // A frame read before any arrival shows no answer text (a placeholder).
+        let mut p = PaintTracker::new(0.0, 250.0);
+        p.on_arrival(100.0, 3);
+        p.on_paint(101.0, 8, 2.0); // read at 99
+        assert_eq!(p.result().first_paint, None);
     }
 }

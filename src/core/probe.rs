@@ -75,11 +75,13 @@ impl TextTail {
         self.ring.get((self.head + i) % n.max(1)).copied()
     }
 
-    /// Raw progress (chars) shown by a screen ending with `probe`: through the latest
-    /// occurrence of its last `PROBE` kept chars and the dropped chars after it (whitespace,
-    /// markdown syntax: nothing visible is missing), i.e. up to the next kept char, or to
-    /// everything fed. None: too short a probe, or not in the remembered tail.
-    pub fn find(&self, probe: &str) -> Option<u32> {
+    /// Raw progress (chars) shown by a screen ending with `probe`: through an occurrence of
+    /// its last `PROBE` kept chars and the dropped chars after it (whitespace, markdown
+    /// syntax: nothing visible is missing), i.e. up to the next kept char, or to everything
+    /// fed. Repetitive text (lists, code) can hold several occurrences: the one nearest `near`
+    /// (an estimate of the progress) wins, else the latest. None: too short a probe, or not in
+    /// the remembered tail.
+    pub fn find(&self, probe: &str, near: Option<f64>) -> Option<u32> {
         let mut want = [' '; PROBE];
         let mut n = 0;
         for c in probe.chars().rev().filter(|c| keep(*c)) {
@@ -92,16 +94,19 @@ impl TextTail {
         if n < PROBE {
             return None;
         }
-        let len = self.ring.len();
-        // Latest first: a streaming renderer shows the newest text.
-        (PROBE - 1..len).rev().find_map(|end| {
-            let hit = (0..PROBE).all(|k| self.at(end + 1 - PROBE + k).is_some_and(|(c, _)| c == want[k]));
-            if hit {
-                Some(self.at(end + 1).map_or(self.pos, |(_, next)| next - 1))
-            } else {
-                None
+        let mut best: Option<u32> = None;
+        for end in (PROBE - 1..self.ring.len()).rev() {
+            if !(0..PROBE).all(|k| self.at(end + 1 - PROBE + k).is_some_and(|(c, _)| c == want[k])) {
+                continue;
             }
-        })
+            let pos = self.at(end + 1).map_or(self.pos, |(_, next)| next - 1);
+            let Some(near) = near else { return Some(pos) };
+            let d = |p: u32| (p as f64 - near).abs();
+            if best.is_none_or(|b| d(pos) < d(b)) {
+                best = Some(pos);
+            }
+        }
+        best
     }
 }
 
@@ -122,15 +127,15 @@ mod tests {
         assert_eq!(t.pos as usize, raw.chars().count());
         // What a markdown renderer's textContent ends with at various points.
         let at = |prefix: &str| prefix.chars().count() as u32;
-        assert_eq!(t.find("Title Some bold text"), Some(at("# Title\n\nSome **bold** text, ")));
-        assert_eq!(t.find("bold text, a link"), Some(at("# Title\n\nSome **bold** text, a [link](")));
+        assert_eq!(t.find("Title Some bold text", None), Some(at("# Title\n\nSome **bold** text, ")));
+        assert_eq!(t.find("bold text, a link", None), Some(at("# Title\n\nSome **bold** text, a [link](")));
         // A link's URL is in the raw text only: a probe across it does not match (the
         // proportional mapping stands in).
-        assert_eq!(t.find("text, a link and code"), None);
-        assert_eq!(t.find("item one\nitem twö 🚀"), Some(at(raw)));
+        assert_eq!(t.find("text, a link and code", None), None);
+        assert_eq!(t.find("item one\nitem twö 🚀", None), Some(at(raw)));
         // Too short after normalisation, or not there.
-        assert_eq!(t.find("twö 🚀"), None);
-        assert_eq!(t.find("nothing like this here"), None);
+        assert_eq!(t.find("twö 🚀", None), None);
+        assert_eq!(t.find("nothing like this here", None), None);
     }
 
     #[test]
@@ -143,13 +148,15 @@ mod tests {
         assert_eq!(t.ring.len(), CAP);
         assert_eq!(t.ring.capacity(), CAP);
         let per = unit.chars().count() as u32;
-        assert_eq!(t.find("beta gamma delta"), Some(200 * per));
+        assert_eq!(t.find("beta gamma delta", None), Some(200 * per));
+        // Repeated text: the occurrence nearest the estimate.
+        assert_eq!(t.find("beta gamma delta", Some(190.0 * per as f64)), Some(190 * per));
         // Text that scrolled out of the ring is not found.
         let mut t = fed("the very first words of the answer ");
         for _ in 0..100 {
             "zzzzzzzz ".chars().for_each(|c| t.push(c));
         }
-        assert_eq!(t.find("very first words"), None);
+        assert_eq!(t.find("very first words", None), None);
     }
 
     #[test]

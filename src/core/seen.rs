@@ -60,7 +60,8 @@ impl Timeline {
         if !(end.is_finite() && script_ms.is_finite()) || end < self.start || self.end.is_some_and(|e| start > e) {
             return;
         }
-        let b = Blame { start, end, invoker: clip(invoker), source: clip(strip_query(source)), script_ms };
+        // Invokers can hold URLs too (`IMG[src=…?token=…].onload`): queries go, like source's.
+        let b = Blame { start, end, invoker: clip(strip_query(invoker)), source: clip(strip_query(source)), script_ms };
         if self.blames.len() < MAX_BLAMES {
             self.blames.push(b);
         } else if let Some(min) = self.blames.iter_mut().min_by(|a, b| a.script_ms.total_cmp(&b.script_ms)) {

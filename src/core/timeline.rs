@@ -201,6 +201,8 @@ pub struct Timeline {
     /// browser layer once an answer element is associated (`observed`).
     pub paint: PaintTracker,
     pub observed: bool,
+    /// Raw chars per rendered char at the last matched text probe.
+    probe_ratio: Option<f64>,
     /// Long Animation Frames that overlapped this request (bounded): render-stall blame.
     pub blames: Vec<Blame>,
     /// `fetch` or `eventsource` (`record.transport`).
@@ -238,6 +240,7 @@ impl Timeline {
             hidden_at: None,
             paint: PaintTracker::new(start, cfg.stall_threshold_ms),
             observed: false,
+            probe_ratio: None,
             blames: Vec::new(),
             via: Via::Fetch,
             reconnect_of: None,
@@ -277,12 +280,18 @@ impl Timeline {
     /// ending with `probe` (the element's last few dozen chars; "" when unknown).
     pub fn on_paint(&mut self, t: f64, len: u32, err_ms: f64, probe: &str) {
         let chars = self.content.content_chars;
+        // Where the probe should be, by the raw/rendered ratio at the last match: picks the
+        // right one of several occurrences in repetitive text.
+        let near = self.probe_ratio.map(|r| r * len as f64);
         let probed = self
             .decoder
             .as_ref()
             .and_then(StreamDecoder::tail)
             .filter(|tail| tail.pos == chars)
-            .and_then(|tail| tail.find(probe));
+            .and_then(|tail| tail.find(probe, near));
+        if let (Some(p), true) = (probed, len > 0) {
+            self.probe_ratio = Some(p as f64 / len as f64);
+        }
         self.paint.on_paint_probed(t, len, err_ms, probed);
     }
 
@@ -372,7 +381,9 @@ impl Timeline {
     /// Whether the record should wait for the frame that paints the end of the answer
     /// (an element is observed, the page is visible, and that frame has not come yet).
     pub fn awaits_paint(&self) -> bool {
-        self.observed && !self.hidden && !self.paint.final_paint_seen()
+        // No answer text (tool calls only, an error, an abort before the first token): there
+        // is nothing to paint, so nothing to wait for.
+        self.observed && !self.hidden && self.content.content_chars > 0 && !self.paint.final_paint_seen()
     }
 
     // ---- EventSource (issue 4): the browser frames the events; the same content rules apply ----

@@ -354,3 +354,17 @@ fn text_probes_keep_markdown_pauses_out_of_render_delay() {
     let probed = run(true);
     has(&probed, "\"renderDelay\":{\"first\":10,\"p50\":10,\"p95\":10,\"max\":10}");
 }
+
+/// An observed request that carried no answer text (tool calls only, an error, an abort before
+/// the first token) has nothing to paint: its record is not held back.
+#[test]
+fn observed_request_without_answer_text_does_not_wait() {
+    let mut s = session(&[]);
+    let h = s.begin("https://chat.example/v1/chat", "POST", 0.0, 0.0, &[8u8; 32]);
+    s.get(h).unwrap().observe();
+    s.get(h).unwrap().on_headers(1.0, 200, "text/event-stream", false);
+    s.get(h).unwrap().on_chunk(5.0, b"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0}]}}]}\n\ndata: [DONE]\n\n");
+    assert!(s.end(h, 6.0, Outcome::Ok));
+    let rec = s.take_finished().remove(0);
+    has(&rec, "\"firstPaint\":null");
+}

@@ -186,8 +186,12 @@ test.describe('answer element association', () => {
       const res = await fetch('/v1/chat/completions?prefill_ms=80&gap_ms=30&tokens=30', { method: 'POST', body: '{"stream":true}' });
       let text = '';
       let node = null;
+      let side = null;
       await readDeltas(res, (d) => {
         text += d;
+        // Mid-answer the app refreshes something else (JSON, not a stream): it must not take
+        // the container's growth from the answer.
+        if (text.length > 40 && !side) side = fetch('/plain?delay_ms=20').then((r) => r.json());
         if (!node) {
           // The answer bubble appears with the first token (after the request began).
           const p = document.createElement('p');
@@ -197,6 +201,7 @@ test.describe('answer element association', () => {
         }
         node.nodeValue = text; // a framework sets the whole string each time
       });
+      await side;
       return h.waitRecord(() => true, 8000);
     });
     expect(rec.marks.firstPaint - rec.marks.firstToken).toBeLessThanOrEqual(ONE_FRAME);
@@ -293,4 +298,23 @@ test('a page hidden mid-answer reports the first paint it showed, not the rest',
   expect(rec.perceivedTotal).toBeNull();
   expect(rec.renderDelay).toBeNull();
   expect(rec.ttfp).toBe(rec.marks.firstPaint);
+});
+
+test('rum.observe before a non-stream request: the element waits for the answer stream', async ({ page }) => {
+  await openPage(page);
+  await page.evaluate(async () => (await import('/helpers.js')).startRum());
+  const rec = await page.evaluate(async () => {
+    const h = await import('/helpers.js');
+    const el = document.createElement('div');
+    document.body.append(el);
+    window.__rum.observe(el);
+    await (await fetch('/plain', { method: 'POST', body: '{}' })).json(); // saving the prompt
+    const { readDeltas } = await import('/demo/renderers.js');
+    const res = await fetch('/v1/chat/completions?prefill_ms=50&gap_ms=30&tokens=10', { method: 'POST', body: '{"stream":true}' });
+    await readDeltas(res, (d) => el.append(d));
+    return h.waitRecord(() => true, 8000);
+  });
+  expect(rec.url).toMatch(/\/v1\/chat\/completions$/);
+  expect(rec.marks.firstPaint).not.toBeNull();
+  expect(rec.marks.firstPaint - rec.marks.firstToken).toBeLessThanOrEqual(ONE_FRAME);
 });
