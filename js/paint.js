@@ -71,6 +71,7 @@ class Watch {
     this.explicit = explicit;
     this.base = base;
     this.raf = 0;
+    this.waiting = false;
     this.probe = '';
     this.lo = 0;
     this.shown = 0;
@@ -84,8 +85,23 @@ class Watch {
   }
 
   changed() {
-    // Per mutation batch only a flag (the pending frame): the text is read once per frame.
+    // Per mutation batch only a flag (the pending frame): the text is read once per frame...
     if (!this.raf) this.raf = requestAnimationFrame(() => this.frame());
+    // ...or again between our rAF callback and the report: that is (nearly always) the rest
+    // of the same rendering update (an app's own rAF callback registered after ours), which
+    // this frame paints. Text that arrived after our callback is kept out by the core (it
+    // caps a paint at what had arrived by `t − err`, the callback's time). A write in an app
+    // rAF callback when ours was not pending is seen one frame late (README limitations):
+    // keeping a callback every frame would fix it but make the browser produce frames it
+    // otherwise would not (measured in headless Chromium: the streamed renderer's paints
+    // moved from on-demand frames to the 60 Hz cadence).
+    if (this.waiting) {
+      try {
+        this.read();
+      } catch (e) {
+        this.p.fail(e);
+      }
+    }
   }
 
   frame() {
@@ -103,6 +119,12 @@ class Watch {
 
   measure() {
     this.lo = performance.now();
+    this.waiting = true;
+    this.read();
+    this.chan.port2.postMessage(0);
+  }
+
+  read() {
     // What this frame will paint. Every mutated frame is reported, even when the length did
     // not change: a re-render after an invisible last token (a trailing newline under
     // markdown) is the frame that shows the final answer, and the core needs a paint after
@@ -110,10 +132,10 @@ class Watch {
     // mutation made a 20 000-append answer quadratic (148 µs per append in scripts/bench.js).
     this.shown = Math.max(0, this.el.textContent.length - this.base);
     this.probe = tailText(this.el, PROBE_CHARS);
-    this.chan.port2.postMessage(0);
   }
 
   painted() {
+    this.waiting = false;
     if (!this.live) return;
     if (!this.p.live()) {
       this.stop(); // measurement was disabled: nothing to report to

@@ -5,7 +5,8 @@
 //   throttled — updates the DOM at most every 200 ms (a UI throttle);
 //   janky     — re-renders the whole message as markdown per token, and on some tokens does
 //               ~120 ms of synchronous work (a heavy markdown/highlighting pass).
-// Plus `markdown`: a well-behaved renderer that re-renders the message as HTML per token.
+// Plus `markdown`: a well-behaved renderer that re-renders the message as HTML per token, and
+// `raf`: tokens batched into one DOM write per animation frame.
 
 /** Reads an OpenAI chat-completions SSE body; calls onDelta(text) per content delta. */
 export async function readDeltas(res, onDelta) {
@@ -106,6 +107,25 @@ export function makeRenderer(kind, el, { throttleMs = 200, jankMs = 120, jankEve
         },
         end() {
           if (timer) clearTimeout(timer);
+          flush();
+        },
+      };
+    }
+    case 'raf': {
+      // Batches tokens and writes them in its next requestAnimationFrame callback (how many
+      // UIs keep per-token renders to one per frame).
+      let queued = 0;
+      const flush = () => {
+        queued = 0;
+        el.textContent = text;
+      };
+      return {
+        push(d) {
+          text += d;
+          if (!queued) queued = requestAnimationFrame(flush);
+        },
+        end() {
+          if (queued) cancelAnimationFrame(queued);
           flush();
         },
       };
