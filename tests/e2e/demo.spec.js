@@ -41,6 +41,8 @@ test('the demo makes its point: buffered waits for everything, streamed paints a
   await page.setViewportSize({ width: 1400, height: 1000 });
   const c = col.origins[0];
   await page.goto(`${ORIGIN()}/demo/index.html?collector=${encodeURIComponent(c + '/v1/rum')}&dashboard=${encodeURIComponent(c + '/')}`);
+  // demo.js is a module with a top-level await: the load event can come before it has run.
+  await page.waitForFunction(() => window.demo);
   await page.evaluate(() => window.demo.ready);
 
   // Warm up once (cold frames: first fetch, first layout, wasm tier-up), then measure.
