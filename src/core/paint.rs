@@ -331,6 +331,19 @@ impl PaintTracker {
         self.run_after = None;
     }
 
+    /// `chars` raw answer chars arrived during `[t0, t1]` before tracking began (an element
+    /// observed mid-answer): one bucket, its text taken as spread evenly over the span, as
+    /// for coalesced buckets. Only as the first input.
+    pub fn seed(&mut self, t0: f64, t1: f64, chars: u32) {
+        if self.arrived > 0 || chars == 0 || !(t0.is_finite() && t1.is_finite() && t0 <= t1) {
+            return;
+        }
+        push_bounded(&mut self.arrivals, self.cap, ArrivalBucket { t0, t1, chars: chars as u64 });
+        self.arrived = chars as u64;
+        self.first_arrival = Some(t0);
+        self.last_arrival = Some(t1);
+    }
+
     /// A frame painted at `t_paint` (± `err_ms`) showing `rendered_len` chars of answer text.
     pub fn on_paint(&mut self, t_paint: f64, rendered_len: u32, err_ms: f64) {
         self.on_paint_probed(t_paint, rendered_len, err_ms, None);

@@ -197,8 +197,8 @@ pub struct Timeline {
     /// When the page was first hidden during the request (paint metrics after it are not
     /// what anyone waited for).
     pub hidden_at: Option<f64>,
-    /// What the person saw (issue 3): fed every content arrival; paints come from the
-    /// browser layer once an answer element is associated (`observed`).
+    /// What the person saw (issue 3): fed content arrivals and paints once an answer element
+    /// is associated (`observed`).
     pub paint: PaintTracker,
     pub observed: bool,
     /// Raw chars per rendered char at the last matched text probe.
@@ -269,8 +269,16 @@ impl Timeline {
     /// An answer element is associated: paint metrics will be reported, and the answer
     /// text's tail is kept for paint probes.
     pub fn observe(&mut self) {
-        self.observed = true;
         let chars = self.content.content_chars;
+        if !self.observed {
+            // Arrivals feed the paint tracker only once an element is observed (no work or
+            // buckets for the many requests nobody observes). Text that came before: spread
+            // over its arrival span, like a coalesced bucket.
+            if let (Some(t0), Some(t1)) = (self.first_token, self.last_token) {
+                self.paint.seed(t0, t1, chars);
+            }
+        }
+        self.observed = true;
         if let Some(d) = self.decoder.as_mut() {
             d.keep_tail(chars);
         }
@@ -366,7 +374,7 @@ impl Timeline {
             self.arrivals += 1;
         }
         self.content.merge(c);
-        if c.content_events > 0 {
+        if c.content_events > 0 && self.observed {
             self.paint.on_arrival(t, self.content.content_chars);
         }
     }
@@ -492,7 +500,9 @@ impl Timeline {
         };
         self.end = Some(t);
         self.outcome = Some(outcome);
-        self.paint.on_end(t, self.content.content_chars);
+        if self.observed {
+            self.paint.on_end(t, self.content.content_chars);
+        }
     }
 
     // ---- derived metrics (DESIGN.md §1); `None` when the inputs are missing ----

@@ -368,3 +368,26 @@ fn observed_request_without_answer_text_does_not_wait() {
     let rec = s.take_finished().remove(0);
     has(&rec, "\"firstPaint\":null");
 }
+
+/// Unobserved requests keep no paint state; an element observed mid-answer takes the text
+/// that came before as one span, and paints from then on are matched against it.
+#[test]
+fn paint_tracking_starts_with_observation() {
+    let mut s = session(&[]);
+    let h = s.begin("https://chat.example/v1/chat", "POST", 0.0, 0.0, &[9u8; 32]);
+    let tl = s.get(h).unwrap();
+    tl.on_headers(1.0, 200, "text/event-stream", false);
+    tl.on_chunk(100.0, chunk("abcde").as_bytes());
+    tl.on_chunk(200.0, chunk("fghij").as_bytes());
+    assert_eq!(tl.paint.result().first_paint, None);
+    tl.observe(); // the answer element shows up late
+    tl.on_chunk(300.0, chunk("klmno").as_bytes());
+    assert!(!s.paint(h, 310.0, 15, 1.0, ""));
+    s.get(h).unwrap().on_chunk(320.0, b"data: [DONE]\n\n");
+    assert!(s.end(h, 321.0, Outcome::Ok));
+    let rec = s.take_finished().remove(0);
+    // The first 10 chars spread over 100..200, all painted at 310: the first waited 210.
+    has(&rec, "\"renderDelay\":{\"first\":210,");
+    has(&rec, "\"max\":210}");
+    has(&rec, "\"firstPaint\":310,");
+}
