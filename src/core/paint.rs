@@ -434,6 +434,11 @@ impl PaintTracker {
         self.ended = true;
     }
 
+    /// When the page was first hidden, if it was.
+    pub fn hidden_at(&self) -> Option<f64> {
+        self.hidden_at
+    }
+
     /// The page was hidden at `t` (sticky: the record says `hidden`).
     pub fn on_hidden(&mut self, t: f64) {
         if self.hidden_at.is_none() {

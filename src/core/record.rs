@@ -277,7 +277,7 @@ pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
     w.end_array();
 
     w.key("hidden");
-    w.bool(tl.hidden);
+    w.bool(tl.hidden());
     w.key("userMarks");
     w.begin_object();
     for (k, t) in &tl.user_marks {

@@ -77,14 +77,15 @@ impl Timeline {
             return Seen::default();
         }
         let r = self.paint.result();
-        let visible = |t: &f64| self.hidden_at.is_none_or(|h| *t <= h);
+        let hidden_at = self.paint.hidden_at();
+        let visible = |t: &f64| hidden_at.is_none_or(|h| *t <= h);
         let Some(first_paint) = r.first_paint.filter(visible) else {
             return Seen::default();
         };
         // Hidden before the end of the answer was painted: its last paint was never seen
         // (the tracker's fallback — the last paint before the final arrival — would pass
         // for it).
-        let last_paint = r.last_paint.filter(visible).filter(|_| !self.hidden || self.paint.final_paint_seen());
+        let last_paint = r.last_paint.filter(visible).filter(|_| hidden_at.is_none() || self.paint.final_paint_seen());
         Seen {
             first_paint: Some(first_paint),
             last_paint,

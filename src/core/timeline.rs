@@ -193,10 +193,6 @@ pub struct Timeline {
     pub server_timing: Vec<ServerTimingEntry>,
     pub correlation: Vec<(String, String)>,
     pub user_marks: Vec<(String, f64)>,
-    pub hidden: bool,
-    /// When the page was first hidden during the request (paint metrics after it are not
-    /// what anyone waited for).
-    pub hidden_at: Option<f64>,
     /// What the person saw (issue 3): fed content arrivals and paints once an answer element
     /// is associated (`observed`).
     pub paint: PaintTracker,
@@ -236,8 +232,6 @@ impl Timeline {
             server_timing: Vec::new(),
             correlation: Vec::new(),
             user_marks: Vec::new(),
-            hidden: false,
-            hidden_at: None,
             paint: PaintTracker::new(start, cfg.stall_threshold_ms),
             observed: false,
             probe_ratio: None,
@@ -381,9 +375,12 @@ impl Timeline {
 
     /// The page was hidden at `t` (sticky).
     pub fn on_hidden(&mut self, t: f64) {
-        self.hidden = true;
-        self.hidden_at.get_or_insert(t);
         self.paint.on_hidden(t);
+    }
+
+    /// The page was hidden during the request (`record.hidden`); the paint tracker keeps when.
+    pub fn hidden(&self) -> bool {
+        self.paint.hidden_at().is_some()
     }
 
     /// Whether the record should wait for the frame that paints the end of the answer
@@ -391,7 +388,7 @@ impl Timeline {
     pub fn awaits_paint(&self) -> bool {
         // No answer text (tool calls only, an error, an abort before the first token): there
         // is nothing to paint, so nothing to wait for.
-        self.observed && !self.hidden && self.content.content_chars > 0 && !self.paint.final_paint_seen()
+        self.observed && !self.hidden() && self.content.content_chars > 0 && !self.paint.final_paint_seen()
     }
 
     // ---- EventSource (issue 4): the browser frames the events; the same content rules apply ----
