@@ -6,12 +6,12 @@ use alloc::string::String;
 use super::config::Config;
 use super::hex::push_hex;
 use super::jsonw::JsonWriter;
-use super::seen::Seen;
+use super::paint::PaintResult;
 use super::timeline::Timeline;
 
 /// Metrics a budget may name (`budgets: { ttft: 800, 'itl.p95': 150 }`), resolved against a
 /// timeline. Unknown names resolve to `None` and never breach.
-pub fn metric_value(tl: &Timeline, seen: &Seen, name: &str) -> Option<f64> {
+pub fn metric_value(tl: &Timeline, seen: &PaintResult, name: &str) -> Option<f64> {
     let (group, stat) = match name.split_once('.') {
         Some((g, s)) => (g, Some(s)),
         None => (name, None),

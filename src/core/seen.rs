@@ -11,13 +11,11 @@
 
 use alloc::string::String;
 use super::config::strip_query;
-use super::paint::RenderDelay;
-use super::timeline::{Stall, StallCause, Stalls, Timeline};
+use super::paint::PaintResult;
+use super::timeline::{truncate, Stall, StallCause, Stalls, Timeline};
 
 /// Long frames kept per request for blame (the longest scripts win).
 pub const MAX_BLAMES: usize = 8;
-/// Bound on the invoker / source strings (they name code, never page text).
-const MAX_BLAME_TEXT: usize = 160;
 
 /// A Long Animation Frame's longest script (LoAF `scripts[]`, W3C Long Animation Frames
 /// §"PerformanceScriptTiming"): the frame's span and who ran.
@@ -33,23 +31,6 @@ pub struct Blame {
     pub script_ms: f64,
 }
 
-/// The paint side of a record, visibility rule applied. Absolute `performance.now()` times.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Seen {
-    pub first_paint: Option<f64>,
-    pub last_paint: Option<f64>,
-    pub render_delay: Option<RenderDelay>,
-    pub buffered: Option<bool>,
-    pub paint_error_ms: Option<f64>,
-}
-
-fn clip(s: &str) -> String {
-    let mut end = s.len().min(MAX_BLAME_TEXT);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s.get(..end).unwrap_or("").into()
-}
 
 impl Timeline {
     /// A Long Animation Frame `[start, start + dur]` whose longest script was `invoker` from
@@ -61,7 +42,8 @@ impl Timeline {
             return;
         }
         // Invokers can hold URLs too (`IMG[src=…?token=…].onload`): queries go, like source's.
-        let b = Blame { start, end, invoker: clip(strip_query(invoker)), source: clip(strip_query(source)), script_ms };
+        let clip = |s: &str| String::from(truncate(strip_query(s)));
+        let b = Blame { start, end, invoker: clip(invoker), source: clip(source), script_ms };
         if self.blames.len() < MAX_BLAMES {
             self.blames.push(b);
         } else if let Some(min) = self.blames.iter_mut().min_by(|a, b| a.script_ms.total_cmp(&b.script_ms)) {
@@ -71,33 +53,34 @@ impl Timeline {
         }
     }
 
-    /// The paint metrics to report (all `None` when no element was observed).
-    pub fn seen(&self) -> Seen {
-        if !self.observed {
-            return Seen::default();
-        }
+    /// The paint metrics to report: the tracker's result with the visibility rule applied
+    /// (all `None` when no element was observed or nothing was painted while visible).
+    /// Absolute `performance.now()` times.
+    pub fn seen(&self) -> PaintResult {
         let r = self.paint.result();
         let hidden_at = self.paint.hidden_at();
         let visible = |t: &f64| hidden_at.is_none_or(|h| *t <= h);
-        let Some(first_paint) = r.first_paint.filter(visible) else {
-            return Seen::default();
-        };
+        let first_paint = r.first_paint.filter(visible).filter(|_| self.observed);
         // Hidden before the end of the answer was painted: its last paint was never seen
         // (the tracker's fallback — the last paint before the final arrival — would pass
         // for it).
-        let last_paint = r.last_paint.filter(visible).filter(|_| hidden_at.is_none() || self.paint.final_paint_seen());
-        Seen {
-            first_paint: Some(first_paint),
+        let last_paint = first_paint
+            .and(r.last_paint)
+            .filter(visible)
+            .filter(|_| hidden_at.is_none() || self.paint.final_paint_seen());
+        PaintResult {
+            first_paint,
             last_paint,
             render_delay: last_paint.and(r.render_delay),
-            buffered: r.buffered,
-            paint_error_ms: r.paint_error_ms,
+            buffered: first_paint.and(r.buffered),
+            paint_error_ms: first_paint.and(r.paint_error_ms),
+            ..r
         }
     }
 
     /// The stalls to report: as seen on screen once a paint was reported, else between
     /// content arrivals (DESIGN §1 `stalls`).
-    pub fn reported_stalls<'a>(&'a self, seen: &Seen) -> &'a Stalls {
+    pub fn reported_stalls<'a>(&'a self, seen: &PaintResult) -> &'a Stalls {
         if seen.first_paint.is_some() {
             self.paint.stalls()
         } else {
@@ -120,7 +103,8 @@ impl Timeline {
     }
 }
 
-impl Seen {
+/// The record's paint metrics from a `seen()` result (DESIGN §1).
+impl PaintResult {
     fn from(t: Option<f64>, origin: f64) -> Option<f64> {
         t.map(|t| t - origin)
     }

@@ -555,7 +555,8 @@ impl Timeline {
     }
 }
 
-fn truncate(s: &str) -> &str {
+/// `s` cut to `MAX_VALUE_LEN` bytes at a char boundary (bounded record strings).
+pub fn truncate(s: &str) -> &str {
     if s.len() <= MAX_VALUE_LEN {
         return s;
     }
