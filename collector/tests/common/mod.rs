@@ -45,6 +45,11 @@ pub fn now_ms() -> f64 {
         .as_millis() as f64
 }
 
+/// A start time the collector accepts: a minute ago.
+pub fn recent() -> f64 {
+    now_ms() - 60_000.0
+}
+
 /// A record shaped like the SDK's (js/index.d.ts), with the given id, start and ttft.
 pub fn record(id: &str, start: f64, ttft: f64) -> Value {
     json!({
