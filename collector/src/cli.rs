@@ -24,7 +24,8 @@ USAGE: llm-rum-collector [OPTIONS]
                          collector's own origin (--public-url or the listen address), pass.
   --public-url URL       where people open the dashboard, e.g. https://rum.example.com/ (its
                          origin is the collector's own, next to the listen address)
-  --read-token TOKEN     protect reads (/, /api/*): `Authorization: Bearer TOKEN` or `?token=TOKEN`
+  --read-token TOKEN     protect the API (/api/*): `Authorization: Bearer TOKEN` or `?token=TOKEN`;
+                         open the dashboard as /?token=TOKEN
   --budget 'METRIC pQ<=MS'  a budget, e.g. 'perceivedTtft p95<=1000' (repeatable)
   --alert-window SECS    sliding window of the budget percentile (default 300)
   --sustain SECS         how long a breach must last before the alert fires (default 1800)

@@ -64,6 +64,7 @@ function params(extra) {
 async function api(path, extra) {
   const headers = token ? { authorization: `Bearer ${token}` } : {};
   const r = await fetch(`${path}?${params(extra)}`, { cache: "no-store", headers });
+  if (r.status === 401) throw new Error(`read token ${token ? "refused" : "required"}: open this page as /?token=YOUR_TOKEN`);
   if (!r.ok) throw new Error(`${path}: HTTP ${r.status}`);
   return r.json();
 }

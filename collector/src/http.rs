@@ -79,7 +79,6 @@ pub type Shared = Arc<AppState>;
 
 pub fn router(state: Shared) -> Router {
     let reads = Router::new()
-        .route("/", get(dashboard))
         .route("/api/summary", get(summary))
         .route("/api/timeseries", get(timeseries))
         .route("/api/histogram", get(histogram))
@@ -88,8 +87,9 @@ pub fn router(state: Shared) -> Router {
     Router::new()
         .route("/v1/rum", post(ingest).options(preflight))
         .route("/healthz", get(healthz))
-        // The dashboard's code and style: no data in them, so no token (the page that loads
-        // them needs one).
+        // The dashboard's page, code and style hold no data, so no token: the page takes
+        // `?token=` from its address (or this tab's session) and sends it with every API call.
+        .route("/", get(dashboard))
         .route(
             "/dashboard.js",
             get(|| asset("text/javascript; charset=utf-8", crate::dashboard::JS)),

@@ -7,7 +7,8 @@
 
 use rusqlite::Connection;
 
-const BASELINE: &str = r#"
+/// The first released schema (public for tests that build a database as it was then).
+pub const BASELINE: &str = r#"
 CREATE TABLE IF NOT EXISTS beacons (
   id           INTEGER PRIMARY KEY,
   received_ms  INTEGER NOT NULL,

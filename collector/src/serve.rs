@@ -104,6 +104,8 @@ struct Conn {
     last_done: AtomicU64,
     evicted: AtomicBool,
     close: Notify,
+    /// A request began or ended: the watchdog's deadline changed.
+    changed: Notify,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -198,6 +200,7 @@ impl Registry {
             last_done: AtomicU64::new(now),
             evicted: AtomicBool::new(false),
             close: Notify::new(),
+            changed: Notify::new(),
         });
         t.next_id += 1;
         let id = t.next_id;
@@ -299,6 +302,7 @@ async fn connection(tcp: TcpStream, id: u64, conn: Arc<Conn>, router: Router, re
         let conn = c2.clone();
         conn.head_since.store(0, Ordering::Release);
         conn.in_request.fetch_add(1, Ordering::AcqRel);
+        conn.changed.notify_one();
         req.extensions_mut().insert(ConnectInfo(peer));
         let fut = tower_service::Service::call(&mut router.clone(), req);
         async move {
@@ -327,6 +331,7 @@ async fn connection(tcp: TcpStream, id: u64, conn: Arc<Conn>, router: Router, re
                 break;
             }
             _ = conn.close.notified() => break, // evicted (counted and logged there)
+            _ = conn.changed.notified() => continue,
             _ = tokio::time::sleep_until(wake) => {
                 let now = reg.now();
                 let (at, expiry_now) = conn.deadline(&l, now);
@@ -365,6 +370,7 @@ impl Drop for Done {
             .store(self.1.elapsed().as_millis() as u64, Ordering::Release);
         self.0.served.fetch_add(1, Ordering::AcqRel);
         self.0.in_request.fetch_sub(1, Ordering::AcqRel);
+        self.0.changed.notify_one();
     }
 }
 
