@@ -38,7 +38,7 @@ USAGE: llm-rum-collector [OPTIONS]
   --trusted-proxy CIDR   a reverse proxy whose X-Forwarded-For is believed, for the rate limit
                          and the logs (repeatable; e.g. 127.0.0.1/32, 10.0.0.0/8)
   --header-timeout SECS  a request's headers must arrive within this (default 10)
-  --body-timeout SECS    a request's body must arrive within this (default 30)
+  --body-timeout SECS    a request's body must arrive within this (default 10)
   --idle-timeout SECS    an idle keep-alive connection is closed after this (default 60)
   --max-connections N    open connections at most (default 1024, lowered to fit the open-file
                          limit); past it, the connection idle the longest makes room
@@ -89,7 +89,7 @@ impl Default for Config {
             retain_days: 30.0,
             trusted_proxies: Vec::new(),
             header_timeout_s: 10.0,
-            body_timeout_s: 30.0,
+            body_timeout_s: 10.0,
             idle_timeout_s: 60.0,
             max_connections: 1024,
         }
@@ -268,7 +268,7 @@ mod tests {
                 d.body_timeout_s,
                 d.idle_timeout_s
             ),
-            (30.0, 10.0, 30.0, 60.0)
+            (30.0, 10.0, 10.0, 60.0)
         );
         for bad in [
             &["--public-url", "rum.example.com"][..],

@@ -16,7 +16,7 @@ const CUT_NAMES: usize = 16;
 const CUT_NAME_MAX: usize = 64;
 
 /// Record fields of the v1 contract, most useful first (kept first when space runs out).
-pub const KNOWN: &[&str] = &[
+pub const KNOWN_ORDER: &[&str] = &[
     "id",
     "traceId",
     "spanId",
@@ -66,13 +66,77 @@ pub const KNOWN: &[&str] = &[
     "stallList",
 ];
 
+fn is_known(k: &str) -> bool {
+    KNOWN.binary_search(&k).is_ok()
+}
+
+/// The same names, sorted (for `binary_search`).
+const KNOWN: &[&str] = &[
+    "budgetBreaches",
+    "buffered",
+    "bytes",
+    "chars",
+    "chunks",
+    "complete",
+    "contentEvents",
+    "correlation",
+    "delivery",
+    "format",
+    "hidden",
+    "id",
+    "itl",
+    "marks",
+    "method",
+    "model",
+    "outcome",
+    "outputTokens",
+    "outputTokensSource",
+    "paintErrorMs",
+    "paintSource",
+    "perceivedTotal",
+    "perceivedTtft",
+    "reasoningChars",
+    "reconnectOf",
+    "renderDelay",
+    "sampled",
+    "serverTiming",
+    "spanId",
+    "stallList",
+    "stalls",
+    "startEpochMs",
+    "status",
+    "total",
+    "tpot",
+    "traceId",
+    "traceSource",
+    "transport",
+    "ttfp",
+    "ttft",
+    "ttftSplit",
+    "understood",
+    "upstreamBuffered",
+    "upstreamHints",
+    "url",
+    "userMarks",
+    "userStages",
+];
+
 /// The bounded JSON text of a record object.
 pub fn bounded(o: &Map<String, Value>) -> String {
+    // The common case, a record from the SDK: every field known and the whole within bounds.
+    if o.keys().all(|k| is_known(k)) {
+        if let Ok(all) = serde_json::to_string(o) {
+            if all.len() <= RAW_MAX {
+                return all;
+            }
+        }
+    }
+    // Known fields first (in KNOWN_ORDER: most useful first), then unknown ones.
     let mut out = String::from("{");
     let mut cut: Vec<&str> = Vec::new();
     let mut unknown = 0;
-    let known = KNOWN.iter().filter_map(|k| o.get_key_value(*k));
-    let rest = o.iter().filter(|(k, _)| !KNOWN.contains(&k.as_str()));
+    let known = KNOWN_ORDER.iter().filter_map(|k| o.get_key_value(*k));
+    let rest = o.iter().filter(|(k, _)| !is_known(k));
     for (is_known, (k, v)) in known.map(|kv| (true, kv)).chain(rest.map(|kv| (false, kv))) {
         let member = format!("{}:{}", Value::String(k.clone()), v);
         // Room for the comma, the closing brace and the `_cut` list.
@@ -111,6 +175,13 @@ mod tests {
     }
 
     #[test]
+    fn the_sorted_list_is_the_ordered_one() {
+        let mut a = KNOWN_ORDER.to_vec();
+        a.sort_unstable();
+        assert_eq!(a, KNOWN);
+    }
+
+    #[test]
     fn known_fields_are_kept_unknown_ones_bounded() {
         let small = json!({"id": "a", "traceId": "t", "marks": {"start": 0}, "newField": [1, 2]});
         let raw: Value = serde_json::from_str(&bounded(&obj(small.clone()))).unwrap();
@@ -134,7 +205,7 @@ mod tests {
             .as_object()
             .unwrap()
             .iter()
-            .filter(|(k, _)| !KNOWN.contains(&k.as_str()) && *k != "_cut")
+            .filter(|(k, _)| !is_known(k) && *k != "_cut")
             .map(|(k, v)| k.len() + v.to_string().len() + 3)
             .sum();
         assert!(unknown <= UNKNOWN_MAX, "{unknown}");

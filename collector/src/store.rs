@@ -365,7 +365,7 @@ impl Writer {
         let t = Instant::now();
         p.started.get_or_insert(t);
         let cutoff = p.cutoff_ms;
-        let r = retention::delete_batch(&mut self.conn, cutoff);
+        let r = retention::delete_batch(&mut self.conn, cutoff, retention::BATCH);
         let p = self.pass.as_mut().expect("pass");
         match r {
             Ok(d) => {
@@ -377,7 +377,7 @@ impl Writer {
                     &self.wc.counters.retention_records_deleted,
                     d.records as u64,
                 );
-                if d.full() {
+                if d.full(retention::BATCH) {
                     return; // more next time no beacon waits
                 }
             }
