@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks, skipping what is already there:
-# the wasm target, wasm-bindgen-cli at the crate's pinned version, Chromium + chromedriver
-# (Debian packages), and the npm dev dependencies (Playwright library, binaryen's wasm-opt).
+# the wasm target, wasm-bindgen-cli at the crate's pinned version, Chromium + chromedriver and
+# nginx (Debian packages), and the npm dev dependencies (Playwright library, binaryen's wasm-opt).
 # No browser downloads: Playwright drives the system Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +25,14 @@ if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
+
+# The collector's proxy test puts a real nginx in front of it.
+if [ ! -x /usr/sbin/nginx ] && ! command -v nginx >/dev/null 2>&1; then
+  say "installing nginx from apt"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nginx >/dev/null
 fi
 
 if [ ! -d node_modules/@playwright/test ] || [ ! -d node_modules/binaryen ] \

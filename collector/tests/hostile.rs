@@ -828,7 +828,9 @@ impl Nginx {
                        proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for; }} }} }}\n"
             );
             std::fs::write(dir.0.join("nginx.conf"), conf).unwrap();
-            let mut child = Command::new("nginx")
+            // Debian installs it in /usr/sbin, not on every user's PATH.
+            let bin = if std::path::Path::new("/usr/sbin/nginx").exists() { "/usr/sbin/nginx" } else { "nginx" };
+            let mut child = Command::new(bin)
                 .args([
                     "-p",
                     &d.to_string(),
