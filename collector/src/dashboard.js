@@ -124,7 +124,7 @@ function stages(s) {
   const by = Object.fromEntries(s.stages.map((x) => [x.stage, x]));
   const server = s.stages.filter((x) => x.server);
   if (!s.stages.length) return empty(node);
-  const colorOf = {};
+  const colorOf = Object.create(null); // keyed by stage names from beacons: no prototype
   s.stages.filter((x) => !x.server).forEach((x, i) => (colorOf[x.stage] = STAGE_COLORS[i % STAGE_COLORS.length]));
   server.forEach((x, i) => (colorOf[x.stage] = ["#3d4552", "#737d8c", "#a9b1bd"][i % 3]));
   // Two rows on their own scales: the wait (until the first word is painted) is what people
