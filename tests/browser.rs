@@ -4,7 +4,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use js_sys::{Reflect, JSON};
-use llm_rum::exports::Core;
+use llm_rum::wasm::exports::Core;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_test::*;
 use web_sys::Headers;

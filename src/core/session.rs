@@ -3,13 +3,13 @@
 //! integer handles, so no Rust object crosses into JS per request.
 
 use alloc::{string::String, vec::Vec};
-use super::config::{strip_query, Config};
-use super::hex;
-use super::jsonw::JsonWriter;
-use super::record;
-use super::timeline::{Identity, Outcome, Timeline, TraceSource, Via};
-use super::traceparent::TraceContext;
-use super::transport::Transport;
+use crate::core::config::{strip_query, Config};
+use crate::core::util::hex;
+use crate::core::util::json_write::JsonWriter;
+use crate::core::record;
+use crate::core::request::timeline::{Identity, Outcome, Timeline, TraceSource, Via};
+use crate::core::trace::traceparent::TraceContext;
+use crate::core::beacon::queue::Transport;
 
 /// In-flight requests kept at once. A request the app never finishes reading (abandoned
 /// body) would otherwise pin its state forever; past this, the oldest is ended `partial`.

@@ -1,16 +1,16 @@
 //! Timeline and record math on synthetic timelines with exact expected values, plus property
 //! tests over random schedules (tiny xorshift PRNG: the core has no dependencies).
 
-use super::config::{Budget, Config};
-use super::test_rng::Rng;
-use super::jsonw::JsonWriter;
-use super::record::encode;
-use super::session::Session;
-use super::timeline::Outcome;
+use crate::core::config::{Budget, Config};
+use crate::core::util::test_rng::Rng;
+use crate::core::util::json_write::JsonWriter;
+use crate::core::record::encode;
+use crate::core::session::Session;
+use crate::core::request::timeline::Outcome;
 
 fn chunk(text: &str) -> String {
     let mut s = String::from("data: {\"choices\":[{\"delta\":{\"content\":");
-    super::jsonw::push_string(&mut s, text);
+    crate::core::util::json_write::push_string(&mut s, text);
     s.push_str("}}]}\n\n");
     s
 }
@@ -145,13 +145,13 @@ fn stale_handles_and_bounded_in_flight() {
     s.end(h, 3.0, Outcome::Error); // no effect
     assert_eq!(s.take_finished().len(), 1);
     // Past MAX_IN_FLIGHT abandoned requests, the oldest are ended as partial.
-    for i in 0..super::session::MAX_IN_FLIGHT + 3 {
+    for i in 0..crate::core::session::MAX_IN_FLIGHT + 3 {
         s.begin("https://chat.example/c", "GET", 10.0 + i as f64, 0.0, &[3u8; 32]);
     }
     let done = s.take_finished();
     assert_eq!(done.len(), 4, "h2 and the 3 oldest abandoned ones");
     assert!(done.iter().all(|r| r.contains("\"outcome\":\"partial\"")));
-    assert_eq!(s.running().len(), super::session::MAX_IN_FLIGHT);
+    assert_eq!(s.running().len(), crate::core::session::MAX_IN_FLIGHT);
 }
 
 #[test]
@@ -213,7 +213,7 @@ fn properties_over_random_schedules() {
 
 #[test]
 fn hidden_page_queues_partials_that_the_final_record_supersedes() {
-    use super::transport::{Transport, MAX_PAYLOAD};
+    use crate::core::beacon::queue::{Transport, MAX_PAYLOAD};
     let mut s = session(&[]);
     s.transport = Some(Transport::new("llm-rum/t", "sess"));
     let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[7u8; 32]);

@@ -260,7 +260,7 @@ pub fn lossy(b: &[u8]) -> Cow<'_, str> {
         Err(_) => {
             let mut out = String::with_capacity(b.len() + 8);
             // A BOM mid-stream is text, so the decoder must not treat this as a stream start.
-            let mut d = super::utf8::Utf8Decoder::new_mid_stream();
+            let mut d = crate::core::stream::utf8::Utf8Decoder::new_mid_stream();
             d.decode(b, &mut |p| out.push_str(p));
             d.finish(&mut |p| out.push_str(p));
             Cow::Owned(out)

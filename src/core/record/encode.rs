@@ -3,11 +3,11 @@
 //! Key names are the contract; never add answer or prompt text here (only counts and times).
 
 use alloc::string::String;
-use super::config::Config;
-use super::hex::push_hex;
-use super::jsonw::JsonWriter;
-use super::paint::PaintResult;
-use super::timeline::Timeline;
+use crate::core::config::Config;
+use crate::core::util::hex::push_hex;
+use crate::core::util::json_write::JsonWriter;
+use crate::core::paint::PaintResult;
+use crate::core::request::timeline::Timeline;
 
 /// Metrics a budget may name (`budgets: { ttft: 800, 'itl.p95': 150 }`), resolved against a
 /// timeline. Unknown names resolve to `None` and never breach.

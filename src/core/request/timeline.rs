@@ -5,14 +5,14 @@
 //! bounded whatever the answer length (the histogram is fixed-size, lists are capped).
 
 use alloc::{string::String, vec::Vec};
-use super::config::Config;
-use super::hex;
-use super::paint::PaintTracker;
-use super::seen::Blame;
-use super::server_timing::{parse_server_timing, ServerTimingEntry};
-use super::stats::LogHistogram;
-use super::stream::{Content, StreamDecoder};
-use super::traceparent::{from_server_timing, parse_traceresponse, TraceContext};
+use crate::core::config::Config;
+use crate::core::util::hex;
+use crate::core::paint::PaintTracker;
+use crate::core::record::seen::Blame;
+use crate::core::trace::server_timing::{parse_server_timing, ServerTimingEntry};
+use crate::core::request::histogram::LogHistogram;
+use crate::core::stream::{Content, StreamDecoder};
+use crate::core::trace::traceparent::{from_server_timing, parse_traceresponse, TraceContext};
 
 /// How the request ended. `Partial` = the page was hidden/unloaded while it still ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -570,8 +570,8 @@ pub fn truncate(s: &str) -> &str {
 /// EventSource records (issue 4): messages framed by the browser, classified by the same rules.
 #[cfg(test)]
 mod eventsource_tests {
-    use super::super::config::Config;
-    use super::super::session::{Handle, Session};
+    use crate::core::config::Config;
+    use crate::core::session::{Handle, Session};
     use super::Outcome;
 
     const TRACE: &str = "0af7651916cd43dd8448eb211c80319c";

@@ -3,7 +3,7 @@
 
 use alloc::string::String;
 use crate::core::stream::is_stream_content_type;
-use crate::core::timeline::Timeline;
+use crate::core::request::timeline::Timeline;
 use web_sys::Headers;
 
 fn get(headers: &Headers, name: &str) -> Option<String> {

@@ -29,10 +29,10 @@
 //! and data `[DONE]` → done. The format is detected from the first event that identifies it
 //! and then kept.
 
-use super::jsonscan::{self, Json};
-use super::stream::Content;
-use super::probe::TextTail;
-use super::utf8::count_chars;
+use crate::core::util::json_read::{self, Json};
+use crate::core::stream::Content;
+use crate::core::stream::tail::TextTail;
+use crate::core::stream::utf8::count_chars;
 
 /// The content rule that applied to a stream; `as_str` gives the record's `format` value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,7 +157,7 @@ impl<'a> Root<'a> {
     }
     /// Parses and reads an event's data in one pass; `None` when it is not a JSON object.
     fn parse(data: &'a str) -> Option<(Root<'a>, Option<&'a str>)> {
-        jsonscan::parse_fields(data, ROOT_KEYS).map(Root::from)
+        json_read::parse_fields(data, ROOT_KEYS).map(Root::from)
     }
 }
 
@@ -296,7 +296,7 @@ impl Classifier {
         }
         let mut c = Content { events: 1, ..Content::default() };
         let mut t = Tally::default();
-        let root = jsonscan::parse(line);
+        let root = json_read::parse(line);
         let (r, ty) = match root {
             Some(root) => Root::read(root),
             None => Root::read(Json::default()),
@@ -330,7 +330,7 @@ impl Classifier {
         let (code, json) = (line.get(..colon).unwrap_or(""), line.get(colon + 1..).unwrap_or(""));
         let mut c = Content { events: 1, ..Content::default() };
         let mut t = Tally::default();
-        let v = jsonscan::parse(json);
+        let v = json_read::parse(json);
         match code {
             "0" => t.text(v),
             "g" => t.reasoning = chars(v),

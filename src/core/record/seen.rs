@@ -10,9 +10,9 @@
 //! seen) but no `lastPaint`, `perceivedTotal` or `renderDelay`.
 
 use alloc::string::String;
-use super::config::strip_query;
-use super::paint::PaintResult;
-use super::timeline::{truncate, Stall, StallCause, Stalls, Timeline};
+use crate::core::config::strip_query;
+use crate::core::paint::PaintResult;
+use crate::core::request::timeline::{truncate, Stall, StallCause, Stalls, Timeline};
 
 /// Long frames kept per request for blame (the longest scripts win).
 pub const MAX_BLAMES: usize = 8;

@@ -14,7 +14,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::jsonw::{push_string, push_u64};
+use crate::core::util::json_write::{push_string, push_u64};
 
 pub const MAX_PAYLOAD: usize = 60 * 1024;
 pub const FLUSH_BYTES: usize = 16 * 1024;
@@ -202,7 +202,7 @@ impl Transport {
         }
         front.append(&mut self.queue);
         self.queue = front;
-        let backoff = (BACKOFF_START_MS * super::math::powi(2.0, self.attempt.min(16) as i32)).min(BACKOFF_CAP_MS)
+        let backoff = (BACKOFF_START_MS * crate::core::util::math::powi(2.0, self.attempt.min(16) as i32)).min(BACKOFF_CAP_MS)
             * (0.5 + 0.5 * jitter.clamp(0.0, 1.0));
         self.attempt += 1;
         self.hold_until = t + backoff.max(retry_after_ms.min(10.0 * BACKOFF_CAP_MS));

@@ -25,7 +25,7 @@
 //! representative uses `f64::powi` (a square-and-multiply loop, ≈ 0.13 KB); `exp` (≈ 0.7 KB) and
 //! `str::parse`/`fmt` are not linked.
 
-use super::math;
+use crate::core::util::math;
 use alloc::{vec::Vec, vec};
 /// Relative accuracy α of `quantile` for values ≥ `FLOOR`.
 pub const ALPHA: f64 = 0.01;
@@ -225,7 +225,7 @@ impl LogHistogram {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::test_rng::Rng;
+    use crate::core::util::test_rng::Rng;
 
 
     fn exact(sorted: &[f64], q: f64) -> f64 {

@@ -91,8 +91,8 @@
 //! paint, `buffered` and stalls are computed online and are always exact.
 
 use alloc::vec::Vec;
-use super::math;
-use super::timeline::{Stall, StallCause, Stalls};
+use crate::core::util::math;
+use crate::core::request::timeline::{Stall, StallCause, Stalls};
 
 /// One frame at 60 Hz: the delay any renderer has, and the slack in stall classification.
 pub const FRAME_MS: f64 = 1000.0 / 60.0;
@@ -647,7 +647,7 @@ fn max_span<T: Bucket>(v: &[T]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::test_rng::Rng;
+    use crate::core::util::test_rng::Rng;
 
     const F: f64 = FRAME_MS;
 
@@ -1120,7 +1120,7 @@ mod tests {
         for (len, capacity) in [(p.arrivals.len(), p.arrivals.capacity()), (p.paints.len(), p.paints.capacity())] {
             assert!(len <= MAX_BUCKETS && capacity <= MAX_BUCKETS, "{len} {capacity}");
         }
-        assert!(p.stalls().list.len() <= super::super::timeline::MAX_STALL_LIST);
+        assert!(p.stalls().list.len() <= crate::core::request::timeline::MAX_STALL_LIST);
         let r = p.result();
         let d = r.render_delay.unwrap();
         assert!(d.p50 <= d.p95 && d.p95 <= d.max);

@@ -18,10 +18,10 @@
 //! non-blank NDJSON / data-stream lines, or text chunks that decoded to ≥ 1 char. An SSE
 //! block without data (e.g. only `retry:`) is not dispatched and not counted.
 
-use super::formats::{Classifier, Format};
-use super::probe::TextTail;
-use super::sse::{LineSplitter, SseItem, SseParser};
-use super::utf8::Utf8Decoder;
+use crate::core::stream::formats::{Classifier, Format};
+use crate::core::stream::tail::TextTail;
+use crate::core::stream::sse::{LineSplitter, SseItem, SseParser};
+use crate::core::stream::utf8::Utf8Decoder;
 
 /// What one delivered chunk (or one EventSource message) contained. Counts only: the core
 /// keeps no answer text, except the bounded tail for paint probes of observed requests
@@ -296,7 +296,7 @@ impl StreamDecoder {
 
 fn line_content(cl: &mut Classifier, data_stream: bool, line: &[u8], c: &mut Content) {
     // Lines are decoded on their own; see `sse` for why that equals decoding the stream.
-    let s = super::sse::lossy(line);
+    let s = crate::core::stream::sse::lossy(line);
     c.merge(&if data_stream { cl.data_stream_line(&s) } else { cl.ndjson_line(&s) });
 }
 
@@ -311,8 +311,8 @@ fn text_content(chars: u32, c: &mut Content) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::test_rng::Rng;
-    use crate::core::sse::MAX_LINE;
+    use crate::core::util::test_rng::Rng;
+    use crate::core::stream::sse::MAX_LINE;
 
     fn run(ct: &str, ai: bool, chunks: &[&[u8]]) -> (Content, Format, bool) {
         let mut d = StreamDecoder::new(ct, ai);

@@ -21,8 +21,8 @@
 //! receivers see nothing unexpected).
 
 use alloc::string::String;
-use super::hex;
-use super::server_timing::ServerTimingEntry;
+use crate::core::util::hex;
+use crate::core::trace::server_timing::ServerTimingEntry;
 
 /// `trace-flags` bit 0.
 pub const FLAG_SAMPLED: u8 = 0x01;
@@ -144,7 +144,7 @@ pub fn parse_traceresponse(header: &str) -> Option<TraceContext> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::server_timing::parse_server_timing;
+    use crate::core::trace::server_timing::parse_server_timing;
 
     // The W3C example values (Trace Context §3.2.2 / the test suite's defaults).
     const TRACE: &str = "0af7651916cd43dd8448eb211c80319c";

@@ -348,7 +348,7 @@ pub fn parse_decimal(s: &[u8]) -> Option<f64> {
     let exp10 = exp10.clamp(-400, 400);
     // powi(10, k) is exact for k ≤ 22 (every intermediate of square-and-multiply is an exactly
     // representable power of ten), so the fast path is one correctly rounded operation.
-    let v = if exp10 >= 0 { m * super::math::powi(10.0, exp10) } else { m / super::math::powi(10.0, -exp10) };
+    let v = if exp10 >= 0 { m * crate::core::util::math::powi(10.0, exp10) } else { m / crate::core::util::math::powi(10.0, -exp10) };
     if !v.is_finite() {
         return None;
     }

@@ -1,0 +1,3 @@
+pub mod tracker;
+
+pub use tracker::{PaintResult, PaintTracker};

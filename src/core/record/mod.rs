@@ -1,0 +1,4 @@
+pub mod encode;
+pub mod seen;
+
+pub use encode::encode;

@@ -1,0 +1,2 @@
+pub mod histogram;
+pub mod timeline;

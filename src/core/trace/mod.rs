@@ -1,0 +1,2 @@
+pub mod server_timing;
+pub mod traceparent;

@@ -1,0 +1,4 @@
+pub mod exports;
+pub mod response;
+#[cfg(feature = "tiny")]
+mod runtime;
