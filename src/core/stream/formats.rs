@@ -30,7 +30,7 @@
 //! and then kept.
 
 use crate::core::util::json_read::{self, Json};
-use crate::core::stream::Content;
+use crate::core::stream::content::Content;
 use crate::core::stream::tail::TextTail;
 use crate::core::stream::utf8::count_chars;
 

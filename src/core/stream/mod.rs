@@ -1,7 +1,9 @@
+pub mod content;
 pub mod decoder;
 pub mod formats;
 pub mod sse;
 pub mod tail;
 pub mod utf8;
 
-pub use decoder::{is_stream_content_type, Content, StreamDecoder};
+pub use content::Content;
+pub use decoder::{is_stream_content_type, StreamDecoder};
