@@ -9,6 +9,7 @@ pub mod paint;
 pub mod record;
 pub mod request;
 pub mod session;
+pub mod stalls;
 pub mod stream;
 pub mod trace;
 pub mod util;

@@ -7,7 +7,8 @@ use crate::core::config::{strip_query, Config};
 use crate::core::util::hex;
 use crate::core::util::json_write::JsonWriter;
 use crate::core::record;
-use crate::core::request::timeline::{Identity, Outcome, Timeline, TraceSource, Via};
+use crate::core::request::kinds::{Outcome, TraceSource, Via};
+use crate::core::request::timeline::{Identity, Timeline};
 use crate::core::trace::traceparent::TraceContext;
 use crate::core::beacon::queue::Transport;
 

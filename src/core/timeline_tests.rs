@@ -6,7 +6,7 @@ use crate::core::util::test_rng::Rng;
 use crate::core::util::json_write::JsonWriter;
 use crate::core::record::encode;
 use crate::core::session::Session;
-use crate::core::request::timeline::Outcome;
+use crate::core::request::kinds::Outcome;
 
 fn chunk(text: &str) -> String {
     let mut s = String::from("data: {\"choices\":[{\"delta\":{\"content\":");

@@ -4,7 +4,7 @@
 use super::response::apply_response_headers;
 use crate::core::config::{Budget, Config};
 use crate::core::session::Session;
-use crate::core::request::timeline::Outcome;
+use crate::core::request::kinds::Outcome;
 use crate::core::beacon::queue::Transport;
 use alloc::string::String;
 use alloc::vec::Vec;

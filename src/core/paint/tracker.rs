@@ -92,7 +92,7 @@
 
 use alloc::vec::Vec;
 use crate::core::util::math;
-use crate::core::request::timeline::{Stall, StallCause, Stalls};
+use crate::core::stalls::{Stall, StallCause, Stalls};
 
 /// One frame at 60 Hz: the delay any renderer has, and the slack in stall classification.
 pub const FRAME_MS: f64 = 1000.0 / 60.0;
@@ -1120,7 +1120,7 @@ mod tests {
         for (len, capacity) in [(p.arrivals.len(), p.arrivals.capacity()), (p.paints.len(), p.paints.capacity())] {
             assert!(len <= MAX_BUCKETS && capacity <= MAX_BUCKETS, "{len} {capacity}");
         }
-        assert!(p.stalls().list.len() <= crate::core::request::timeline::MAX_STALL_LIST);
+        assert!(p.stalls().list.len() <= crate::core::stalls::MAX_STALL_LIST);
         let r = p.result();
         let d = r.render_delay.unwrap();
         assert!(d.p50 <= d.p95 && d.p95 <= d.max);

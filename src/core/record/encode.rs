@@ -1,4 +1,6 @@
-//! The wire record (DESIGN.md §3, version 1): one finished `Timeline` → one JSON object.
+//! The wire record, version 1: one finished `Timeline` → one JSON object. The keys and their
+//! types are the contract with js/index.d.ts `RumRecord` and the collector (tests/wire_contract.rs
+//! checks every key against both declarations).
 //!
 //! Key names are the contract; never add answer or prompt text here (only counts and times).
 
@@ -6,49 +8,9 @@ use alloc::string::String;
 use crate::core::config::Config;
 use crate::core::util::hex::push_hex;
 use crate::core::util::json_write::JsonWriter;
-use crate::core::paint::PaintResult;
+use crate::core::record::budgets::metric_value;
+use crate::core::record::seen::Seen;
 use crate::core::request::timeline::Timeline;
-
-/// Metrics a budget may name (`budgets: { ttft: 800, 'itl.p95': 150 }`), resolved against a
-/// timeline. Unknown names resolve to `None` and never breach.
-pub fn metric_value(tl: &Timeline, seen: &PaintResult, name: &str) -> Option<f64> {
-    let (group, stat) = match name.split_once('.') {
-        Some((g, s)) => (g, Some(s)),
-        None => (name, None),
-    };
-    match (group, stat) {
-        ("ttft", None) => tl.ttft(),
-        ("total", None) => tl.total(),
-        ("tpot", None) => tl.tpot(),
-        ("ttfp", None) => seen.ttfp(tl),
-        ("perceivedTtft", None) => seen.perceived_ttft(tl),
-        ("perceivedTotal", None) => seen.perceived_total(tl),
-        ("renderDelay", Some(s)) => seen.render_delay.and_then(|d| match s {
-            "first" => Some(d.first),
-            "p50" => Some(d.p50),
-            "p95" => Some(d.p95),
-            "max" => Some(d.max),
-            _ => None,
-        }),
-        ("itl", Some(s)) => match s {
-            "p50" => tl.itl.quantile(0.5),
-            "p95" => tl.itl.quantile(0.95),
-            "p99" => tl.itl.quantile(0.99),
-            "max" => tl.itl.max(),
-            _ => None,
-        },
-        ("stalls", Some(s)) => {
-            let st = tl.reported_stalls(seen);
-            match s {
-                "count" => Some(st.count as f64),
-                "totalMs" => Some(st.total_ms),
-                "longestMs" => Some(st.longest_ms),
-                _ => None,
-            }
-        }
-        _ => None,
-    }
-}
 
 fn mark(w: &mut JsonWriter, tl: &Timeline, name: &str, t: Option<f64>) {
     w.key(name);
@@ -58,7 +20,7 @@ fn mark(w: &mut JsonWriter, tl: &Timeline, name: &str, t: Option<f64>) {
 /// Encodes the record. `cfg` supplies the budgets.
 pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
     let id = &tl.ident;
-    let seen = tl.seen();
+    let seen = Seen::of(tl);
     let w = out;
     w.begin_object();
     w.key("id");
@@ -108,9 +70,9 @@ pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
     mark(w, tl, "firstByte", tl.first_byte);
     mark(w, tl, "firstReasoning", tl.first_reasoning);
     mark(w, tl, "firstToken", tl.first_token);
-    mark(w, tl, "firstPaint", seen.first_paint);
+    mark(w, tl, "firstPaint", seen.paint.first_paint);
     mark(w, tl, "lastToken", tl.last_token);
-    mark(w, tl, "lastPaint", seen.last_paint);
+    mark(w, tl, "lastPaint", seen.paint.last_paint);
     mark(w, tl, "end", tl.end);
     w.end_object();
 
@@ -118,15 +80,15 @@ pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
     w.opt_ms(tl.ttft());
     // Paint metrics: null unless an answer element was observed (and painted while visible).
     w.key("ttfp");
-    w.opt_ms(seen.ttfp(tl));
+    w.opt_ms(seen.ttfp());
     w.key("perceivedTtft");
-    w.opt_ms(seen.perceived_ttft(tl));
+    w.opt_ms(seen.perceived_ttft());
     w.key("total");
     w.opt_ms(tl.total());
     w.key("perceivedTotal");
-    w.opt_ms(seen.perceived_total(tl));
+    w.opt_ms(seen.perceived_total());
     w.key("renderDelay");
-    match seen.render_delay {
+    match seen.paint.render_delay {
         Some(d) => {
             w.begin_object();
             for (k, v) in [("first", d.first), ("p50", d.p50), ("p95", d.p95), ("max", d.max)] {
@@ -138,12 +100,12 @@ pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
         None => w.null(),
     }
     w.key("buffered");
-    match seen.buffered {
+    match seen.paint.buffered {
         Some(b) => w.bool(b),
         None => w.null(),
     }
     w.key("paintErrorMs");
-    w.opt_ms(seen.paint_error_ms);
+    w.opt_ms(seen.paint.paint_error_ms);
 
     w.key("itl");
     w.begin_object();
@@ -160,7 +122,7 @@ pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
     w.key("tpot");
     w.opt_ms(tl.tpot());
 
-    let s = tl.reported_stalls(&seen);
+    let s = seen.stalls();
     w.key("stalls");
     w.begin_object();
     w.key("count");
@@ -241,7 +203,7 @@ pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
         w.key("cause");
         w.str(st.cause.as_str());
         w.key("blame");
-        match tl.blame_for(st) {
+        match seen.blame_for(st) {
             Some(b) => {
                 w.begin_object();
                 w.key("invoker");

@@ -1,3 +1,4 @@
+pub mod budgets;
 pub mod encode;
 pub mod seen;
 

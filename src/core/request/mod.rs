@@ -1,2 +1,3 @@
 pub mod histogram;
+pub mod kinds;
 pub mod timeline;

@@ -5,158 +5,21 @@
 //! bounded whatever the answer length (the histogram is fixed-size, lists are capped).
 
 use alloc::{string::String, vec::Vec};
-use crate::core::config::Config;
+use crate::core::config::{strip_query, Config};
 use crate::core::util::hex;
 use crate::core::paint::PaintTracker;
-use crate::core::record::seen::Blame;
+use crate::core::stalls::{Blame, Stall, StallCause, Stalls, MAX_BLAMES};
+use crate::core::request::kinds::{Outcome, TraceSource, Via};
 use crate::core::trace::server_timing::{parse_server_timing, ServerTimingEntry};
 use crate::core::request::histogram::LogHistogram;
 use crate::core::stream::{Content, StreamDecoder};
 use crate::core::trace::traceparent::{from_server_timing, parse_traceresponse, TraceContext};
 
-/// How the request ended. `Partial` = the page was hidden/unloaded while it still ran.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    Ok,
-    Aborted,
-    Error,
-    Partial,
-}
-
-impl Outcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Ok => "ok",
-            Outcome::Aborted => "aborted",
-            Outcome::Error => "error",
-            Outcome::Partial => "partial",
-        }
-    }
-    /// How an EventSource attempt ended, before `Timeline::on_end` judges completeness: the
-    /// app's `close()` is the user's abort, a dropped connection an error (either becomes `Ok`
-    /// when the stream's end marker had arrived).
-    pub fn eventsource_end(closed_by_app: bool) -> Outcome {
-        if closed_by_app {
-            Outcome::Aborted
-        } else {
-            Outcome::Error
-        }
-    }
-    /// The code the JS glue passes (kept numeric so no string crosses per request end).
-    pub fn from_code(code: u32) -> Outcome {
-        match code {
-            0 => Outcome::Ok,
-            1 => Outcome::Aborted,
-            3 => Outcome::Partial,
-            _ => Outcome::Error,
-        }
-    }
-}
-
-/// Where the record's trace id came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TraceSource {
-    /// We generated it and sent it in `traceparent`.
-    Propagated,
-    /// The app set its own `traceparent`; we adopted it.
-    App,
-    /// Nothing was sent (cross-origin, not allow-listed); the server reported its trace.
-    Server,
-    /// Nothing was sent and the server reported nothing: the ids link to nothing.
-    None,
-}
-
-impl TraceSource {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TraceSource::Propagated => "propagated",
-            TraceSource::App => "app",
-            TraceSource::Server => "server",
-            TraceSource::None => "none",
-        }
-    }
-}
-
-/// Which browser API carried the request (`record.transport`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Via {
-    Fetch,
-    EventSource,
-}
-
-impl Via {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Via::Fetch => "fetch",
-            Via::EventSource => "eventsource",
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StallCause {
-    Network,
-    Render,
-}
-
-impl StallCause {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StallCause::Network => "network",
-            StallCause::Render => "render",
-        }
-    }
-}
-
-/// One stall: `start` is the offset from the request start of the last visible progress
-/// before the gap, `dur` the gap's length.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Stall {
-    pub start: f64,
-    pub dur: f64,
-    pub cause: StallCause,
-}
-
-/// Kept per record in `stallList`: the longest ones, so a 10 000-token answer with a
-/// flaky connection cannot grow the record.
-pub const MAX_STALL_LIST: usize = 16;
 /// Bounds for the other per-request lists.
 pub const MAX_SERVER_TIMING: usize = 32;
 pub const MAX_CORRELATION: usize = 16;
 pub const MAX_USER_MARKS: usize = 32;
 const MAX_VALUE_LEN: usize = 256;
-
-#[derive(Default)]
-pub struct Stalls {
-    pub count: u32,
-    pub total_ms: f64,
-    pub longest_ms: f64,
-    pub network: u32,
-    pub render: u32,
-    /// Sorted longest first, at most `MAX_STALL_LIST`.
-    pub list: Vec<Stall>,
-}
-
-impl Stalls {
-    pub fn add(&mut self, s: Stall) {
-        self.count += 1;
-        self.total_ms += s.dur;
-        if s.dur > self.longest_ms {
-            self.longest_ms = s.dur;
-        }
-        match s.cause {
-            StallCause::Network => self.network += 1,
-            StallCause::Render => self.render += 1,
-        }
-        let pos = self.list.iter().position(|x| x.dur < s.dur).unwrap_or(self.list.len());
-        if pos < MAX_STALL_LIST {
-            if self.list.len() == MAX_STALL_LIST {
-                self.list.pop();
-            }
-            self.list.insert(pos, s);
-        }
-    }
-}
 
 /// Request identity, fixed at `begin`.
 pub struct Identity {
@@ -376,6 +239,26 @@ impl Timeline {
     /// The page was hidden at `t` (sticky).
     pub fn on_hidden(&mut self, t: f64) {
         self.paint.on_hidden(t);
+    }
+
+    /// A Long Animation Frame `[start, start + dur]` whose longest script was `invoker` from
+    /// `source`, running `script_ms`. Kept when it overlaps the request (start to end, or
+    /// still running) and is among the `MAX_BLAMES` longest scripts.
+    pub fn on_long_frame(&mut self, start: f64, dur: f64, invoker: &str, source: &str, script_ms: f64) {
+        let end = start + dur;
+        if !(end.is_finite() && script_ms.is_finite()) || end < self.start || self.end.is_some_and(|e| start > e) {
+            return;
+        }
+        // Invokers can hold URLs too (`IMG[src=…?token=…].onload`): queries go, like source's.
+        let clip = |s: &str| String::from(truncate(strip_query(s)));
+        let b = Blame { start, end, invoker: clip(invoker), source: clip(source), script_ms };
+        if self.blames.len() < MAX_BLAMES {
+            self.blames.push(b);
+        } else if let Some(min) = self.blames.iter_mut().min_by(|a, b| a.script_ms.total_cmp(&b.script_ms)) {
+            if min.script_ms < script_ms {
+                *min = b;
+            }
+        }
     }
 
     /// The page was hidden during the request (`record.hidden`); the paint tracker keeps when.
