@@ -10,12 +10,12 @@ use crate::core::record;
 use crate::core::request::kinds::{Outcome, TraceSource, Via};
 use crate::core::request::timeline::{Identity, Timeline};
 use crate::core::trace::traceparent::TraceContext;
-use crate::core::beacon::queue::Transport;
+use crate::core::beacon::BeaconQueue;
 
 /// In-flight requests kept at once. A request the app never finishes reading (abandoned
 /// body) would otherwise pin its state forever; past this, the oldest is ended `partial`.
 pub const MAX_IN_FLIGHT: usize = 64;
-/// Finished records waiting for the transport / `onRecord`.
+/// Finished records waiting for the beacon queue / `onRecord`.
 pub const MAX_FINISHED: usize = 256;
 
 /// A handle: slot index in the low 8 bits, a generation above, so a stale handle from an
@@ -37,7 +37,7 @@ pub struct Session {
     /// Records dropped because `finished` was full (reported, never silently lost).
     pub dropped: u32,
     /// The beacon queue, when a collector is configured.
-    pub transport: Option<Transport>,
+    pub beacon: Option<BeaconQueue>,
     /// The page is being unloaded (pagehide, not into the back/forward cache): the browser
     /// tears its streams down, and those that end now were cut by the page going away.
     pub unloading: bool,
@@ -48,7 +48,7 @@ pub const RANDOM_BYTES: usize = 32;
 
 impl Session {
     pub fn new(cfg: Config) -> Session {
-        Session { cfg, slots: Vec::new(), seq: 0, finished: Vec::new(), dropped: 0, transport: None, unloading: false }
+        Session { cfg, slots: Vec::new(), seq: 0, finished: Vec::new(), dropped: 0, beacon: None, unloading: false }
     }
 
     /// Starts a timeline for a request about to be sent. `url` is absolute. Returns the
@@ -223,7 +223,7 @@ impl Session {
         }
         let mut w = JsonWriter::new();
         record::encode(&tl, &self.cfg, &mut w);
-        if let Some(tr) = self.transport.as_mut() {
+        if let Some(tr) = self.beacon.as_mut() {
             tr.push(w.out.clone(), t);
         }
         if self.finished.len() >= MAX_FINISHED {
@@ -237,7 +237,7 @@ impl Session {
     /// every running request. They keep running; if one completes later, its final record
     /// has the same id and supersedes the partial (in the queue, and at the collector).
     pub fn snapshot_running(&mut self, t: f64) {
-        if !self.cfg.sampled || self.transport.is_none() {
+        if !self.cfg.sampled || self.beacon.is_none() {
             return;
         }
         for slot in self.slots.iter_mut() {
@@ -250,7 +250,7 @@ impl Session {
             record::encode(tl, &self.cfg, &mut w);
             tl.end = end;
             tl.outcome = outcome;
-            if let Some(tr) = self.transport.as_mut() {
+            if let Some(tr) = self.beacon.as_mut() {
                 tr.push(w.out, t);
             }
         }

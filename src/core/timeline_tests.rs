@@ -213,14 +213,14 @@ fn properties_over_random_schedules() {
 
 #[test]
 fn hidden_page_queues_partials_that_the_final_record_supersedes() {
-    use crate::core::beacon::queue::{Transport, MAX_PAYLOAD};
+    use crate::core::beacon::{queue::MAX_PAYLOAD, BeaconQueue};
     let mut s = session(&[]);
-    s.transport = Some(Transport::new("llm-rum/t", "sess"));
+    s.beacon = Some(BeaconQueue::new("llm-rum/t", "sess"));
     let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[7u8; 32]);
     s.get(h).unwrap().on_headers(10.0, 200, "text/event-stream", false);
     s.get(h).unwrap().on_chunk(100.0, chunk("Hi").as_bytes());
     s.snapshot_running(150.0);
-    let tr = s.transport.as_mut().unwrap();
+    let tr = s.beacon.as_mut().unwrap();
     let p = tr.take(MAX_PAYLOAD, "hidden", true, "/", 150.0).unwrap();
     let b = tr.last_batch();
     tr.result(b, 150.0, 200, -1.0, 0.0);
@@ -231,7 +231,7 @@ fn hidden_page_queues_partials_that_the_final_record_supersedes() {
     assert!(s.get(h).unwrap().end.is_none(), "the snapshot did not end the request");
     s.get(h).unwrap().on_chunk(200.0, chunk("!").as_bytes());
     s.end(h, 210.0, Outcome::Ok);
-    let tr = s.transport.as_mut().unwrap();
+    let tr = s.beacon.as_mut().unwrap();
     let q = tr.take(MAX_PAYLOAD, "timer", false, "/", 5000.0).unwrap();
     has(&q, "\"outcome\":\"ok\"");
     has(&q, "\"end\":210");

@@ -5,7 +5,7 @@ use super::response::apply_response_headers;
 use crate::core::config::{Budget, Config};
 use crate::core::session::Session;
 use crate::core::request::kinds::Outcome;
-use crate::core::beacon::queue::Transport;
+use crate::core::beacon::BeaconQueue;
 use alloc::string::String;
 use alloc::vec::Vec;
 use wasm_bindgen::prelude::*;
@@ -49,7 +49,7 @@ impl Core {
         let cfg = Config { stall_threshold_ms, page_origin, propagate: lines(propagate), budgets, strip_query, sampled };
         let mut state = Session::new(cfg);
         if !sdk.is_empty() {
-            state.transport = Some(Transport::new(sdk, session));
+            state.beacon = Some(BeaconQueue::new(sdk, session));
         }
         Core { session: state, correlation: lines(correlation) }
     }
@@ -211,33 +211,33 @@ impl Core {
     /// When the next non-urgent flush is due (performance.now() ms), or -1 when the queue
     /// is empty.
     pub fn transport_due_at(&self) -> f64 {
-        self.session.transport.as_ref().and_then(Transport::due_at).unwrap_or(-1.0)
+        self.session.beacon.as_ref().and_then(BeaconQueue::due_at).unwrap_or(-1.0)
     }
 
     /// The next payload (≤ `max_bytes`), or undefined; `urgent` ignores the backoff hold.
     pub fn transport_take(&mut self, max_bytes: u32, reason: &str, urgent: bool, page: &str, t: f64) -> Option<String> {
-        self.session.transport.as_mut()?.take(max_bytes as usize, reason, urgent, page, t)
+        self.session.beacon.as_mut()?.take(max_bytes as usize, reason, urgent, page, t)
     }
 
     pub fn transport_last_batch(&self) -> u32 {
-        self.session.transport.as_ref().map_or(0, Transport::last_batch)
+        self.session.beacon.as_ref().map_or(0, BeaconQueue::last_batch)
     }
 
     /// `status`: 2xx stored, 0 network error, else HTTP; `retry_after_ms` < 0 when absent;
     /// `jitter` in [0, 1).
     pub fn transport_result(&mut self, batch: u32, t: f64, status: u32, retry_after_ms: f64, jitter: f64) {
-        if let Some(tr) = self.session.transport.as_mut() {
+        if let Some(tr) = self.session.beacon.as_mut() {
             tr.result(batch, t, status, retry_after_ms, jitter);
         }
     }
 
     /// Everything unsent, one record per line, for localStorage (page going away).
     pub fn transport_persist(&mut self) -> String {
-        self.session.transport.as_mut().map(Transport::drain_for_persist).unwrap_or_default()
+        self.session.beacon.as_mut().map(BeaconQueue::drain_for_persist).unwrap_or_default()
     }
 
     pub fn transport_restore(&mut self, text: &str, t: f64) {
-        if let Some(tr) = self.session.transport.as_mut() {
+        if let Some(tr) = self.session.beacon.as_mut() {
             tr.restore(text, t);
         }
     }

@@ -1,4 +1,5 @@
-//! The beacon queue and its policy (issue 5: "src/core decides, src/browser sends").
+//! The beacon queue and its policy: the core decides what to send and when; the JS sender
+//! (js/transport.js) only moves payloads and reports outcomes.
 //!
 //! Records wait here as finished JSON texts. The policy: flush a little after a record
 //! completes (`FLUSH_DELAY_MS`), at once past `FLUSH_BYTES`, urgently when the page hides;
@@ -8,12 +9,14 @@
 //! what it dropped into the next payload. A record re-queued with the same id (a `partial`
 //! sent on page hide, then completed) replaces the queued one.
 //!
-//! The sender (js/transport.js) only moves payloads and reports outcomes. Kept small on
-//! purpose (a `Vec`, no generic deque): it ships in the size-budgeted wasm.
+//! Which failures are retried and how long to wait is `retry.rs`. Kept small on purpose (a
+//! `Vec`, no generic deque): it ships in the size-budgeted wasm.
 
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use crate::core::beacon::retry;
+use crate::core::util::json_read;
 use crate::core::util::json_write::{push_string, push_u64};
 
 pub const MAX_PAYLOAD: usize = 60 * 1024;
@@ -21,22 +24,33 @@ pub const FLUSH_BYTES: usize = 16 * 1024;
 pub const FLUSH_DELAY_MS: f64 = 1000.0;
 pub const MAX_QUEUE_RECORDS: usize = 500;
 pub const MAX_QUEUE_BYTES: usize = 512 * 1024;
-pub const BACKOFF_START_MS: f64 = 1000.0;
-pub const BACKOFF_CAP_MS: f64 = 60_000.0;
 /// Room for the envelope around the records.
 const ENVELOPE_RESERVE: usize = 512;
 
-/// A queued record: its JSON text, whose id is the value of the leading `"id"` member
-/// (records start `{"id":"<16 hex>"`).
-struct Item(String);
+/// A queued record: its id (the dedupe key: a record re-queued with the same id replaces the
+/// queued one) and its JSON text.
+struct Item {
+    id: String,
+    json: String,
+}
 
 impl Item {
-    fn id(&self) -> &str {
-        self.0.get(7..23).unwrap_or("")
+    /// `None` unless `json` is a JSON object with a string `id` member.
+    fn of(json: String) -> Option<Item> {
+        let id = json_read::parse(&json)?.get("id")?.str_raw()?.into();
+        Some(Item { id, json })
     }
 }
 
-pub struct Transport {
+/// Records sent in one payload, awaiting the sender's outcome.
+struct Batch {
+    id: u32,
+    items: Vec<Item>,
+    /// The `dropped` count the payload reported (counted again if the batch is dropped).
+    dropped: u32,
+}
+
+pub struct BeaconQueue {
     sdk: String,
     session: String,
     /// Oldest first.
@@ -47,14 +61,13 @@ pub struct Transport {
     /// Backoff: no non-urgent send before this time.
     hold_until: f64,
     attempt: u32,
-    /// (batch number, records, dropped count it reported)
-    in_flight: Vec<(u32, Vec<Item>, u32)>,
+    in_flight: Vec<Batch>,
     next_batch: u32,
 }
 
-impl Transport {
-    pub fn new(sdk: &str, session: &str) -> Transport {
-        Transport {
+impl BeaconQueue {
+    pub fn new(sdk: &str, session: &str) -> BeaconQueue {
+        BeaconQueue {
             sdk: sdk.into(),
             session: session.into(),
             queue: Vec::new(),
@@ -79,9 +92,9 @@ impl Transport {
     }
 
     fn remove_id(&mut self, id: &str) -> bool {
-        match self.queue.iter().position(|it| it.id() == id) {
+        match self.queue.iter().position(|it| it.id == id) {
             Some(i) => {
-                self.bytes -= self.queue.remove(i).0.len();
+                self.bytes -= self.queue.remove(i).json.len();
                 true
             }
             None => false,
@@ -90,16 +103,19 @@ impl Transport {
 
     /// Queues a finished record (JSON object text). Same id as a queued one: replaces it.
     pub fn push(&mut self, json: String, t: f64) {
-        let item = Item(json);
-        if !item.0.starts_with("{\"id\":\"") || item.0.len() + ENVELOPE_RESERVE > MAX_PAYLOAD {
-            self.dropped += 1; // not a record, or too big for any payload (records are bounded)
-            return;
-        }
-        self.remove_id(item.id());
-        self.bytes += item.0.len();
+        let item = match Item::of(json) {
+            Some(it) if it.json.len() + ENVELOPE_RESERVE <= MAX_PAYLOAD => it,
+            // Not a record, or too big for any payload (records are bounded).
+            _ => {
+                self.dropped += 1;
+                return;
+            }
+        };
+        self.remove_id(&item.id);
+        self.bytes += item.json.len();
         self.queue.push(item);
         while self.queue.len() > MAX_QUEUE_RECORDS || self.bytes > MAX_QUEUE_BYTES {
-            self.bytes -= self.queue.remove(0).0.len();
+            self.bytes -= self.queue.remove(0).json.len();
             self.dropped += 1;
         }
         self.first_at.get_or_insert(t);
@@ -128,10 +144,10 @@ impl Transport {
         let mut n = 0;
         let mut size = 0;
         for it in &self.queue {
-            if size + it.0.len() + 1 > budget {
+            if size + it.json.len() + 1 > budget {
                 break;
             }
-            size += it.0.len() + 1;
+            size += it.json.len() + 1;
             n += 1;
         }
         if n == 0 {
@@ -158,36 +174,35 @@ impl Transport {
             if i > 0 {
                 out.push(',');
             }
-            out.push_str(&it.0);
+            out.push_str(&it.json);
         }
         out.push_str("]}");
         let id = self.next_batch;
         self.next_batch = self.next_batch.wrapping_add(1).max(1);
-        self.in_flight.push((id, items, self.dropped));
+        self.in_flight.push(Batch { id, items, dropped: self.dropped });
         self.dropped = 0;
         Some(out)
     }
 
     pub fn last_batch(&self) -> u32 {
-        self.in_flight.last().map_or(0, |b| b.0)
+        self.in_flight.last().map_or(0, |b| b.id)
     }
 
     /// The outcome of sending `batch`: `status` 2xx = stored (or accepted by sendBeacon: no
     /// answer to wait for), 0 = network error, else the HTTP status; `retry_after_ms` from
     /// `Retry-After` (negative when absent); `jitter` in [0, 1).
-    /// Retryable (network, 408, 429, 5xx): the records go back to the front and the queue
-    /// holds for a backoff of `BACKOFF_START_MS · 2^attempt` (capped at 60 s), jittered to
-    /// 50–100 %, or `Retry-After` when longer. Anything else (400, 413: the collector will
-    /// never take it) is dropped and counted.
+    /// Retryable (`retry::retryable`): the records go back to the front and the queue holds
+    /// for `retry::backoff_ms`. Anything else (400, 413: the collector will never take it) is
+    /// dropped and counted.
     pub fn result(&mut self, batch: u32, t: f64, status: u32, retry_after_ms: f64, jitter: f64) {
-        let Some(pos) = self.in_flight.iter().position(|b| b.0 == batch) else { return };
-        let (_, items, dropped) = self.in_flight.remove(pos);
+        let Some(pos) = self.in_flight.iter().position(|b| b.id == batch) else { return };
+        let Batch { items, dropped, .. } = self.in_flight.remove(pos);
         if (200..300).contains(&status) {
             self.attempt = 0;
             self.hold_until = 0.0;
             return;
         }
-        if !(status == 0 || status == 408 || status == 429 || (500..600).contains(&status)) {
+        if !retry::retryable(status) {
             self.dropped += items.len() as u32 + dropped;
             return;
         }
@@ -195,17 +210,15 @@ impl Transport {
         // Back to the front, unless a newer version of the record was queued meanwhile.
         let mut front: Vec<Item> = Vec::with_capacity(items.len() + self.queue.len());
         for it in items {
-            if !self.queue.iter().any(|q| q.id() == it.id()) {
-                self.bytes += it.0.len();
+            if !self.queue.iter().any(|q| q.id == it.id) {
+                self.bytes += it.json.len();
                 front.push(it);
             }
         }
         front.append(&mut self.queue);
         self.queue = front;
-        let backoff = (BACKOFF_START_MS * crate::core::util::math::powi(2.0, self.attempt.min(16) as i32)).min(BACKOFF_CAP_MS)
-            * (0.5 + 0.5 * jitter.clamp(0.0, 1.0));
+        self.hold_until = t + retry::backoff_ms(self.attempt, jitter, retry_after_ms);
         self.attempt += 1;
-        self.hold_until = t + backoff.max(retry_after_ms.min(10.0 * BACKOFF_CAP_MS));
         self.first_at.get_or_insert(t);
     }
 
@@ -214,14 +227,14 @@ impl Transport {
     /// stores; `restore` skips a line cut short.
     pub fn drain_for_persist(&mut self) -> String {
         let mut out = String::new();
-        for (_, items, _) in self.in_flight.drain(..) {
-            for it in items {
-                out.push_str(&it.0);
+        for batch in self.in_flight.drain(..) {
+            for it in batch.items {
+                out.push_str(&it.json);
                 out.push('\n');
             }
         }
         for it in self.queue.drain(..) {
-            out.push_str(&it.0);
+            out.push_str(&it.json);
             out.push('\n');
         }
         self.bytes = 0;
@@ -254,7 +267,7 @@ mod tests {
 
     #[test]
     fn flushes_after_the_delay_or_at_once_past_16_kib() {
-        let mut tr = Transport::new("llm-rum/0.1.0", "s1");
+        let mut tr = BeaconQueue::new("llm-rum/0.1.0", "s1");
         assert_eq!(tr.due_at(), None);
         tr.push(rec(1, 10), 100.0);
         assert_eq!(tr.due_at(), Some(100.0 + FLUSH_DELAY_MS));
@@ -274,7 +287,7 @@ mod tests {
 
     #[test]
     fn payloads_respect_the_size_limit_and_split() {
-        let mut tr = Transport::new("sdk", "s");
+        let mut tr = BeaconQueue::new("sdk", "s");
         for i in 0..100 {
             tr.push(rec(i, 2000), 0.0);
         }
@@ -297,7 +310,7 @@ mod tests {
 
     #[test]
     fn retry_with_backoff_jitter_and_retry_after() {
-        let mut tr = Transport::new("sdk", "s");
+        let mut tr = BeaconQueue::new("sdk", "s");
         tr.push(rec(1, 10), 0.0);
         tr.take(MAX_PAYLOAD, "timer", false, "/", 1000.0).unwrap();
         let b = tr.last_batch();
@@ -321,13 +334,13 @@ mod tests {
             let t = 100_000.0 * (k + 1) as f64;
             tr.take(MAX_PAYLOAD, "retry", false, "/", t).unwrap();
             tr.result(tr.last_batch(), t, 500, -1.0, 1.0);
-            assert!(tr.due_at().unwrap() - t <= BACKOFF_CAP_MS);
+            assert!(tr.due_at().unwrap() - t <= retry::BACKOFF_CAP_MS);
         }
     }
 
     #[test]
     fn non_retryable_failures_are_dropped_and_counted() {
-        let mut tr = Transport::new("sdk", "s");
+        let mut tr = BeaconQueue::new("sdk", "s");
         tr.push(rec(1, 10), 0.0);
         tr.push(rec(2, 10), 0.0);
         tr.take(MAX_PAYLOAD, "timer", false, "/", 1000.0).unwrap();
@@ -342,7 +355,7 @@ mod tests {
 
     #[test]
     fn bounded_queue_drops_oldest() {
-        let mut tr = Transport::new("sdk", "s");
+        let mut tr = BeaconQueue::new("sdk", "s");
         for i in 0..(MAX_QUEUE_RECORDS as u32 + 10) {
             tr.push(rec(i, 10), 0.0);
         }
@@ -350,7 +363,7 @@ mod tests {
         assert_eq!(tr.dropped(), 10);
         let p = tr.take(MAX_PAYLOAD, "manual", false, "/", 0.0).unwrap();
         assert_eq!(ids(&p)[0], format!("{:016x}", 10), "oldest went first");
-        let mut big = Transport::new("sdk", "s");
+        let mut big = BeaconQueue::new("sdk", "s");
         for i in 0..2000 {
             big.push(rec(i, 1000), 0.0);
         }
@@ -359,7 +372,7 @@ mod tests {
 
     #[test]
     fn same_id_supersedes_a_queued_partial() {
-        let mut tr = Transport::new("sdk", "s");
+        let mut tr = BeaconQueue::new("sdk", "s");
         tr.push("{\"id\":\"00000000000000aa\",\"outcome\":\"partial\"}".into(), 0.0);
         tr.push(rec(1, 1), 0.0);
         tr.push("{\"id\":\"00000000000000aa\",\"outcome\":\"ok\"}".into(), 0.0);
@@ -378,7 +391,7 @@ mod tests {
 
     #[test]
     fn persist_and_restore_round_trip() {
-        let mut tr = Transport::new("sdk", "s");
+        let mut tr = BeaconQueue::new("sdk", "s");
         for i in 0..5 {
             tr.push(rec(i, 100), 0.0);
         }
@@ -386,7 +399,7 @@ mod tests {
         let text = tr.drain_for_persist();
         assert_eq!(text.lines().count(), 5, "in-flight ones too");
         assert_eq!(tr.queued(), 0);
-        let mut next = Transport::new("sdk", "s2");
+        let mut next = BeaconQueue::new("sdk", "s2");
         // What the sender stores may be cut at the front (bounded storage): that line is skipped.
         next.restore(&text[40..], 50.0);
         assert_eq!(next.queued(), 4);
