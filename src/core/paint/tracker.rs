@@ -107,6 +107,16 @@ impl PaintResult {
     }
 }
 
+/// What a paint showed, as a paint bucket stores it: the running maximum of rendered lengths,
+/// the raw chars that had arrived when its text was read, and the raw progress a text probe
+/// located (if one matched).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Shown {
+    rendered: u64,
+    arrived: u64,
+    probed: Option<u64>,
+}
+
 pub struct PaintTracker {
     origin: f64,
     stall_threshold_ms: f64,
@@ -124,8 +134,8 @@ pub struct PaintTracker {
     max_len: u64,
     /// (time, raw chars arrived when it was reported).
     first_paint: Option<(f64, u64)>,
-    /// `(max_len, arrived, probed)` at the last stored paint: a paint changing none adds nothing.
-    stored: (u64, u64, Option<u64>),
+    /// What the last stored paint showed: a paint changing none of it adds nothing.
+    stored: Shown,
     /// Last paint that grew the text (start of the current potential stall).
     last_growth: Option<f64>,
     /// First arrival after `last_growth`: from then on text was waiting to be painted.
@@ -165,7 +175,7 @@ impl PaintTracker {
             last_len: 0,
             max_len: 0,
             first_paint: None,
-            stored: (0, 0, None),
+            stored: Shown::default(),
             last_growth: None,
             wait_since: None,
             run_any: None,
@@ -265,7 +275,8 @@ impl PaintTracker {
 
         self.max_len = self.max_len.max(len);
         let probed = probed.map(u64::from).filter(|_| len > 0);
-        if self.max_len > 0 && (self.max_len, arrived, probed) != self.stored {
+        let shown = Shown { rendered: self.max_len, arrived, probed };
+        if self.max_len > 0 && shown != self.stored {
             let b = PaintBucket { t0: t, t1: t, rendered: self.max_len, arrived, err, probed };
             match self.paints.last_mut() {
                 Some(last) if last.t1 == t => {
@@ -276,7 +287,7 @@ impl PaintTracker {
                 }
                 _ => push_coalescing(&mut self.paints, self.cap, b),
             }
-            self.stored = (self.max_len, arrived, probed);
+            self.stored = shown;
         }
         self.last_len = len;
         self.last_paint_t = Some(t);
