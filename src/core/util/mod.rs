@@ -1,3 +1,4 @@
+pub mod decimal;
 pub mod hex;
 pub mod json_read;
 pub mod json_write;
