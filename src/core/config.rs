@@ -3,6 +3,7 @@
 //! no float parser).
 
 use alloc::{string::String, vec::Vec};
+use crate::core::util::url::origin_of;
 /// A per-metric budget: `metric` is a record key, or `group.stat` such as `itl.p95`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Budget {
@@ -67,27 +68,6 @@ impl Config {
     }
 }
 
-/// `scheme://authority` of an absolute URL, or "" when there is none. URLs come from the
-/// browser's URL parser (already normalised), so this is a split, not a parser.
-pub fn origin_of(url: &str) -> &str {
-    // Byte scanning and `get`: no panic path (a str-slicing panic alone would keep core::fmt's
-    // Debug printing and Unicode tables in the wasm).
-    let b = url.as_bytes();
-    let Some(scheme_end) = b.windows(3).position(|w| w == b"://") else { return "" };
-    let start = scheme_end + 3;
-    let rest = b.get(start..).unwrap_or(&[]);
-    let end = rest.iter().position(|&c| c == b'/' || c == b'?' || c == b'#').map_or(b.len(), |p| start + p);
-    url.get(..end).unwrap_or("")
-}
-
-/// `url` without query and fragment.
-pub fn strip_query(url: &str) -> &str {
-    match url.bytes().position(|c| c == b'?' || c == b'#') {
-        Some(i) => url.get(..i).unwrap_or(url),
-        None => url,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,13 +108,5 @@ mod tests {
         assert!(c.may_propagate("https://api.example.com/v1/chat"));
         assert!(!c.may_propagate("https://api.example.com/v2/chat"));
         assert!(!c.may_propagate("https://api.example.com.evil.test/v1/chat"));
-    }
-
-    #[test]
-    fn origins_and_queries() {
-        assert_eq!(origin_of("https://a.b:8080/x?y#z"), "https://a.b:8080");
-        assert_eq!(origin_of("https://a.b?y"), "https://a.b");
-        assert_eq!(strip_query("https://a.b/x?y=1#z"), "https://a.b/x");
-        assert_eq!(strip_query("https://a.b/x#z?q"), "https://a.b/x");
     }
 }

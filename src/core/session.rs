@@ -3,7 +3,8 @@
 //! integer handles, so no Rust object crosses into JS per request.
 
 use alloc::{string::String, vec::Vec};
-use crate::core::config::{strip_query, Config};
+use crate::core::config::Config;
+use crate::core::util::url::strip_query;
 use crate::core::util::hex;
 use crate::core::util::json_write::JsonWriter;
 use crate::core::record;

@@ -5,7 +5,9 @@
 //! bounded whatever the answer length (the histogram is fixed-size, lists are capped).
 
 use alloc::{string::String, vec::Vec};
-use crate::core::config::{strip_query, Config};
+use crate::core::config::Config;
+use crate::core::util::text::truncate;
+use crate::core::util::url::strip_query;
 use crate::core::util::hex;
 use crate::core::paint::PaintTracker;
 use crate::core::stalls::{Blame, Stall, StallCause, Stalls, MAX_BLAMES};
@@ -19,7 +21,9 @@ use crate::core::trace::traceparent::{from_server_timing, parse_traceresponse, T
 pub const MAX_SERVER_TIMING: usize = 32;
 pub const MAX_CORRELATION: usize = 16;
 pub const MAX_USER_MARKS: usize = 32;
-const MAX_VALUE_LEN: usize = 256;
+/// Bytes kept of each string the record carries from outside (header values, mark names,
+/// script URLs).
+pub const MAX_VALUE_LEN: usize = 256;
 
 /// Request identity, fixed at `begin`.
 pub struct Identity {
@@ -190,7 +194,7 @@ impl Timeline {
     /// A configured correlation header's value (name lower-case).
     pub fn on_correlation(&mut self, name: &str, value: &str) {
         if self.correlation.len() < MAX_CORRELATION && !self.correlation.iter().any(|(n, _)| n == name) {
-            self.correlation.push((truncate(name).into(), truncate(value).into()));
+            self.correlation.push((truncate(name, MAX_VALUE_LEN).into(), truncate(value, MAX_VALUE_LEN).into()));
         }
     }
 
@@ -250,7 +254,7 @@ impl Timeline {
             return;
         }
         // Invokers can hold URLs too (`IMG[src=…?token=…].onload`): queries go, like source's.
-        let clip = |s: &str| String::from(truncate(strip_query(s)));
+        let clip = |s: &str| String::from(truncate(strip_query(s), MAX_VALUE_LEN));
         let b = Blame { start, end, invoker: clip(invoker), source: clip(source), script_ms };
         if self.blames.len() < MAX_BLAMES {
             self.blames.push(b);
@@ -348,7 +352,7 @@ impl Timeline {
     /// A custom stage mark (`rum.mark(name)`); first of a name wins, list bounded.
     pub fn on_user_mark(&mut self, name: &str, t: f64) {
         if self.user_marks.len() < MAX_USER_MARKS && !self.user_marks.iter().any(|(n, _)| n == name) {
-            self.user_marks.push((truncate(name).into(), t));
+            self.user_marks.push((truncate(name, MAX_VALUE_LEN).into(), t));
         }
     }
 
@@ -436,18 +440,6 @@ impl Timeline {
         }
         sum
     }
-}
-
-/// `s` cut to `MAX_VALUE_LEN` bytes at a char boundary (bounded record strings).
-pub fn truncate(s: &str) -> &str {
-    if s.len() <= MAX_VALUE_LEN {
-        return s;
-    }
-    let mut end = MAX_VALUE_LEN;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s.get(..end).unwrap_or("")
 }
 
 /// EventSource records (issue 4): messages framed by the browser, classified by the same rules.

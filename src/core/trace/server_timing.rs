@@ -37,6 +37,7 @@
 
 use alloc::{string::String, vec::Vec};
 use crate::core::util::decimal::parse_decimal;
+use crate::core::util::text::truncate;
 /// Upper bound on `out.len()` after `parse_server_timing`.
 pub const MAX_ENTRIES: usize = 32;
 /// Names and descriptions are truncated to this many bytes (on a UTF-8 char boundary).
@@ -81,7 +82,7 @@ pub fn parse_server_timing(header: &str, out: &mut Vec<ServerTimingEntry>) {
             continue;
         }
         let mut entry = ServerTimingEntry {
-            name: truncate_ascii(sub(header, start, i)),
+            name: bounded(sub(header, start, i)),
             dur: None,
             desc: None,
         };
@@ -143,7 +144,7 @@ fn parse_param(
     if is_dur && !*seen_dur {
         *seen_dur = true;
         let d = if value.1 {
-            parse_decimal(unescape(value.0, usize::MAX).as_bytes())
+            parse_decimal(unescape(value.0).as_bytes())
         } else {
             parse_decimal(value.0.as_bytes())
         };
@@ -151,7 +152,7 @@ fn parse_param(
     } else if is_desc && !*seen_desc {
         *seen_desc = true;
         entry.desc =
-            Some(if value.1 { unescape(value.0, MAX_TEXT) } else { truncate_ascii(value.0) });
+            Some(if value.1 { bounded(&unescape(value.0)) } else { bounded(value.0) });
     }
     skip_junk(b, i, true)
 }
@@ -224,10 +225,9 @@ fn scan_quoted(b: &[u8], i: usize) -> (usize, Option<(usize, usize)>) {
     (b.len(), None)
 }
 
-/// Removes quoted-pair backslashes from a quoted-string body, keeping at most `limit` bytes
-/// (cut on a char boundary).
-fn unescape(body: &str, limit: usize) -> String {
-    let mut s = String::new();
+/// Removes quoted-pair backslashes from a quoted-string body.
+fn unescape(body: &str) -> String {
+    let mut s = String::with_capacity(body.len());
     let mut escaped = false;
     for c in body.chars() {
         if c == '\\' && !escaped {
@@ -235,12 +235,14 @@ fn unescape(body: &str, limit: usize) -> String {
             continue;
         }
         escaped = false;
-        if s.len() + c.len_utf8() > limit {
-            break;
-        }
         s.push(c);
     }
     s
+}
+
+/// A name or description as kept: at most `MAX_TEXT` bytes.
+fn bounded(s: &str) -> String {
+    String::from(truncate(s, MAX_TEXT))
 }
 
 /// `&s[a..b]`, or "" if that is not a valid char range. The positions used here are always at
@@ -249,16 +251,6 @@ fn unescape(body: &str, limit: usize) -> String {
 #[inline]
 fn sub(s: &str, a: usize, b: usize) -> &str {
     s.get(a..b).unwrap_or("")
-}
-
-/// Truncates to `MAX_TEXT` bytes, backing off to a char boundary. Only used on token text
-/// (ASCII), where every byte index is a boundary.
-fn truncate_ascii(s: &str) -> String {
-    let mut end = s.len().min(MAX_TEXT);
-    while end > 0 && !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    String::from(sub(s, 0, end))
 }
 
 #[cfg(test)]
