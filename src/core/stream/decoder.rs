@@ -21,7 +21,8 @@
 use crate::core::stream::content::Content;
 use crate::core::stream::formats::{Classifier, Format};
 use crate::core::stream::tail::TextTail;
-use crate::core::stream::sse::{LineSplitter, SseItem, SseParser};
+use crate::core::stream::lines::LineSplitter;
+use crate::core::stream::sse::{SseItem, SseParser};
 use crate::core::stream::utf8::Utf8Decoder;
 
 const NDJSON_TYPES: [&str; 7] = [
@@ -250,7 +251,7 @@ impl StreamDecoder {
         self.sse.overflowed() || self.lines.overflowed()
     }
 
-    /// Largest internal buffer capacity in bytes (stays ≤ `sse::MAX_LINE`).
+    /// Largest internal buffer capacity in bytes (stays ≤ `lines::MAX_LINE`).
     pub fn buffer_capacity(&self) -> usize {
         self.sse.buffer_capacity().max(self.lines.buffer_capacity())
     }
@@ -258,7 +259,7 @@ impl StreamDecoder {
 
 fn line_content(cl: &mut Classifier, data_stream: bool, line: &[u8], c: &mut Content) {
     // Lines are decoded on their own; see `sse` for why that equals decoding the stream.
-    let s = crate::core::stream::sse::lossy(line);
+    let s = crate::core::stream::utf8::lossy(line);
     c.merge(&if data_stream { cl.data_stream_line(&s) } else { cl.ndjson_line(&s) });
 }
 
@@ -274,7 +275,7 @@ fn text_content(chars: u32, c: &mut Content) {
 mod tests {
     use super::*;
     use crate::core::util::test_rng::Rng;
-    use crate::core::stream::sse::MAX_LINE;
+    use crate::core::stream::lines::MAX_LINE;
 
     fn run(ct: &str, ai: bool, chunks: &[&[u8]]) -> (Content, Format, bool) {
         let mut d = StreamDecoder::new(ct, ai);

@@ -1,6 +1,7 @@
 pub mod content;
 pub mod decoder;
 pub mod formats;
+pub mod lines;
 pub mod sse;
 pub mod tail;
 pub mod utf8;

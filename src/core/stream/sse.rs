@@ -1,4 +1,4 @@
-//! Incremental line framing and server-sent events parsing.
+//! Server-sent events parsing (`text/event-stream`), on top of the line framing in `lines.rs`.
 //!
 //! Follows WHATWG HTML §9.2.6 "Interpreting an event stream". The parser works on bytes and
 //! decodes per line: the only bytes the grammar looks at (CR, LF, `:`, space) are ASCII, and
@@ -10,139 +10,10 @@
 //! parser into an overflowed state in which it drops all further input, instead of growing
 //! a buffer without limit. Buffers are reused between events (no allocation per event).
 
-use alloc::{string::String, vec::Vec};
 use alloc::borrow::Cow;
-
-/// Upper bound for one line and for one event's data buffer, in bytes.
-pub const MAX_LINE: usize = 1 << 20;
-
-/// Appends `bytes` to `buf` if the result stays within `max` bytes, growing capacity by
-/// doubling but never past `max` (plain `extend` could double a 600 KiB buffer to 2 MiB).
-/// Returns false, without appending, when the bound would be exceeded.
-pub(crate) fn push_bounded(buf: &mut Vec<u8>, bytes: &[u8], max: usize) -> bool {
-    let need = match buf.len().checked_add(bytes.len()) {
-        Some(n) if n <= max => n,
-        _ => return false,
-    };
-    if need > buf.capacity() {
-        let target = buf.capacity().saturating_mul(2).clamp(need, max);
-        buf.reserve_exact(target - buf.len());
-    }
-    buf.extend_from_slice(bytes);
-    true
-}
-
-/// Splits a byte stream into lines ended by CRLF, LF or CR (WHATWG HTML §9.2.5 `end-of-line`;
-/// also used for NDJSON, whose LF/CRLF endings are a subset). A CR ending one chunk and an LF
-/// starting the next are one line end. One UTF-8 BOM at the start of the stream is removed
-/// (§9.2.6: "One leading U+FEFF BYTE ORDER MARK character must be ignored").
-#[derive(Debug)]
-pub struct LineSplitter {
-    /// The unterminated tail of the last chunk (only that is ever copied).
-    buf: Vec<u8>,
-    /// The previous chunk ended with CR: an LF at the start of the next one is its pair.
-    after_cr: bool,
-    /// No line emitted yet (BOM check pending).
-    first: bool,
-    overflowed: bool,
-}
-
-impl Default for LineSplitter {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl LineSplitter {
-    pub const fn new() -> Self {
-        LineSplitter { buf: Vec::new(), after_cr: false, first: true, overflowed: false }
-    }
-
-    /// Calls `on_line` for every line completed by `bytes` (without its terminator).
-    pub fn feed(&mut self, bytes: &[u8], on_line: &mut dyn FnMut(&[u8])) {
-        if self.overflowed || bytes.is_empty() {
-            return;
-        }
-        let mut rest = bytes;
-        if self.after_cr {
-            self.after_cr = false;
-            if rest.first() == Some(&b'\n') {
-                rest = &rest[1..];
-            }
-        }
-        while let Some(pos) = rest.iter().position(|&b| b == b'\n' || b == b'\r') {
-            let is_cr = rest[pos] == b'\r';
-            self.line(&rest[..pos], on_line);
-            if self.overflowed {
-                return;
-            }
-            rest = &rest[pos + 1..];
-            if is_cr {
-                match rest.first() {
-                    Some(b'\n') => rest = &rest[1..],
-                    None => self.after_cr = true,
-                    Some(_) => {}
-                }
-            }
-        }
-        if !rest.is_empty() && !push_bounded(&mut self.buf, rest, MAX_LINE) {
-            self.overflow();
-        }
-    }
-
-    /// End of stream: emits an unterminated last line, if any (NDJSON wants it; SSE
-    /// discards it, see [`SseParser::finish`]). Resets the splitter for reuse.
-    pub fn finish(&mut self, on_line: &mut dyn FnMut(&[u8])) {
-        if !self.overflowed && !self.buf.is_empty() {
-            self.line(&[], on_line);
-        }
-        self.reset();
-    }
-
-    /// Drops any pending partial line and starts over (a new stream).
-    pub fn reset(&mut self) {
-        self.buf.clear();
-        self.after_cr = false;
-        self.first = true;
-    }
-
-    /// A line exceeded [`MAX_LINE`]; all later input is ignored.
-    pub fn overflowed(&self) -> bool {
-        self.overflowed
-    }
-
-    /// Stops the splitter for good and frees its buffer.
-    pub fn overflow(&mut self) {
-        self.overflowed = true;
-        self.buf = Vec::new();
-    }
-
-    /// Capacity of the partial-line buffer (for the memory-bound tests).
-    pub fn buffer_capacity(&self) -> usize {
-        self.buf.capacity()
-    }
-
-    /// Emits one line: the buffered tail plus `piece`.
-    fn line(&mut self, piece: &[u8], on_line: &mut dyn FnMut(&[u8])) {
-        let joined: &[u8] = if self.buf.is_empty() {
-            if piece.len() > MAX_LINE {
-                self.overflow();
-                return;
-            }
-            piece
-        } else {
-            if !push_bounded(&mut self.buf, piece, MAX_LINE) {
-                self.overflow();
-                return;
-            }
-            &self.buf
-        };
-        let line = if self.first { joined.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(joined) } else { joined };
-        self.first = false;
-        on_line(line);
-        self.buf.clear();
-    }
-}
+use alloc::vec::Vec;
+use crate::core::stream::lines::{extend_within, LineSplitter, MAX_LINE};
+use crate::core::stream::utf8::lossy;
 
 /// One parsed item, borrowed from the parser's reused buffers.
 #[derive(Debug, PartialEq, Eq)]
@@ -198,7 +69,7 @@ impl Fields {
             // FEED (LF) character to the data buffer."
             b"data" => {
                 let fits =
-                    push_bounded(&mut self.data, value, MAX_LINE) && push_bounded(&mut self.data, b"\n", MAX_LINE);
+                    extend_within(&mut self.data, value, MAX_LINE) && extend_within(&mut self.data, b"\n", MAX_LINE);
                 if !fits {
                     *self = Fields { overflowed: true, ..Fields::default() };
                 }
@@ -247,24 +118,6 @@ impl Fields {
         }
         self.data.clear();
         self.event_type.clear();
-    }
-}
-
-/// UTF-8 decode with U+FFFD replacement. `from_utf8` first: it is the common case and much
-/// faster than the lossy chunk iterator (measured per event in examples/hotpath.rs). Invalid
-/// input goes through our own decoder (same replacement policy as `from_utf8_lossy`, tested
-/// against it), so std's lossy iterator is not linked into the wasm as well.
-pub fn lossy(b: &[u8]) -> Cow<'_, str> {
-    match core::str::from_utf8(b) {
-        Ok(s) => Cow::Borrowed(s),
-        Err(_) => {
-            let mut out = String::with_capacity(b.len() + 8);
-            // A BOM mid-stream is text, so the decoder must not treat this as a stream start.
-            let mut d = crate::core::stream::utf8::Utf8Decoder::new_mid_stream();
-            d.decode(b, &mut |p| out.push_str(p));
-            d.finish(&mut |p| out.push_str(p));
-            Cow::Owned(out)
-        }
     }
 }
 
@@ -326,14 +179,6 @@ impl SseParser {
 
 #[cfg(test)]
 mod tests {
-
-    #[test]
-    fn lossy_matches_std_on_invalid_input() {
-        for bad in [&b"a\xffb"[..], b"\xef\xbb\xbfx\xc3", b"\xf0\x9f\x98", b"ok \xe2\x82 \xed\xa0\x80 end", b"\x80\x80"] {
-            assert_eq!(lossy(bad), String::from_utf8_lossy(bad), "{bad:?}");
-        }
-    }
-
     use super::*;
 
     #[derive(Debug, PartialEq, Eq, Clone)]
@@ -544,23 +389,5 @@ event\ndata: t\n\nunknown: x\ndata: y\n\nevent: e1\n\nDATA: z\n\ndata: a:b: c\n\
         }
     }
 
-    #[test]
-    fn line_splitter_finish_emits_tail() {
-        let mut s = LineSplitter::new();
-        let mut lines: Vec<Vec<u8>> = Vec::new();
-        s.feed(b"\xEF\xBB\xBF{\"a\":1}\r\n{\"b\"", &mut |l| lines.push(l.to_vec()));
-        s.feed(b":2}", &mut |l| lines.push(l.to_vec()));
-        s.finish(&mut |l| lines.push(l.to_vec()));
-        assert_eq!(lines, vec![b"{\"a\":1}".to_vec(), b"{\"b\":2}".to_vec()]);
-    }
 
-    #[test]
-    fn push_bounded_caps_capacity() {
-        let mut v = Vec::new();
-        assert!(push_bounded(&mut v, &[1; 700], 1000));
-        assert!(push_bounded(&mut v, &[1; 300], 1000));
-        assert!(v.capacity() <= 1000);
-        assert!(!push_bounded(&mut v, &[1], 1000));
-        assert_eq!(v.len(), 1000);
-    }
 }
