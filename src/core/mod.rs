@@ -13,5 +13,3 @@ pub mod stalls;
 pub mod stream;
 pub mod trace;
 pub mod util;
-#[cfg(test)]
-mod timeline_tests;

@@ -1,5 +1,6 @@
-//! The one deterministic PRNG the core's randomized tests share (xorshift64*): the core has no
-//! dependencies, and a failing random case must replay identically from its seed.
+//! The one deterministic PRNG the core's randomized tests share (xorshift64*), in its unit tests
+//! and in tests/ (included there by path): the core has no dependencies, and a failing random
+//! case must replay identically from its seed.
 
 pub struct Rng(pub u64);
 

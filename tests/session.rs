@@ -1,19 +1,17 @@
-//! Timeline and record math on synthetic timelines with exact expected values, plus property
-//! tests over random schedules (tiny xorshift PRNG: the core has no dependencies).
+//! Session → record scenarios through the core's public API: timeline and record math on
+//! synthetic timelines with exact expected values, property tests over random schedules, page
+//! hide/unload, and the paint wiring (records that wait for their last paint, text probes,
+//! late observation).
 
-use crate::core::config::{Budget, Config};
-use crate::core::util::test_rng::Rng;
-use crate::core::util::json_write::JsonWriter;
-use crate::core::record::encode;
-use crate::core::session::Session;
-use crate::core::request::kinds::Outcome;
+mod common;
 
-fn chunk(text: &str) -> String {
-    let mut s = String::from("data: {\"choices\":[{\"delta\":{\"content\":");
-    crate::core::util::json_write::push_string(&mut s, text);
-    s.push_str("}}]}\n\n");
-    s
-}
+use common::test_rng::Rng;
+use common::{chunk, has};
+use llm_rum::core::config::{Budget, Config};
+use llm_rum::core::record::encode;
+use llm_rum::core::request::kinds::Outcome;
+use llm_rum::core::session::{self, Session};
+use llm_rum::core::util::json_write::JsonWriter;
 
 fn session(budgets: &[(&str, f64)]) -> Session {
     Session::new(Config {
@@ -35,10 +33,6 @@ fn play(s: &mut Session, start: f64, headers: f64, chunks: &[(f64, String)], end
     let recs = s.take_finished();
     assert_eq!(recs.len(), 1);
     recs.into_iter().next().unwrap()
-}
-
-fn has(rec: &str, needle: &str) {
-    assert!(rec.contains(needle), "record lacks {needle}\n{rec}");
 }
 
 #[test]
@@ -145,13 +139,13 @@ fn stale_handles_and_bounded_in_flight() {
     s.end(h, 3.0, Outcome::Error); // no effect
     assert_eq!(s.take_finished().len(), 1);
     // Past MAX_IN_FLIGHT abandoned requests, the oldest are ended as partial.
-    for i in 0..crate::core::session::MAX_IN_FLIGHT + 3 {
+    for i in 0..session::MAX_IN_FLIGHT + 3 {
         s.begin("https://chat.example/c", "GET", 10.0 + i as f64, 0.0, &[3u8; 32]);
     }
     let done = s.take_finished();
     assert_eq!(done.len(), 4, "h2 and the 3 oldest abandoned ones");
     assert!(done.iter().all(|r| r.contains("\"outcome\":\"partial\"")));
-    assert_eq!(s.running().len(), crate::core::session::MAX_IN_FLIGHT);
+    assert_eq!(s.running().len(), session::MAX_IN_FLIGHT);
 }
 
 #[test]
@@ -213,7 +207,7 @@ fn properties_over_random_schedules() {
 
 #[test]
 fn hidden_page_queues_partials_that_the_final_record_supersedes() {
-    use crate::core::beacon::{queue::MAX_PAYLOAD, BeaconQueue};
+    use llm_rum::core::beacon::{queue::MAX_PAYLOAD, BeaconQueue};
     let mut s = session(&[]);
     s.beacon = Some(BeaconQueue::new("llm-rum/t", "sess"));
     let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[7u8; 32]);
@@ -256,7 +250,7 @@ fn streams_cut_while_the_page_unloads_are_partial() {
     has(&s.take_finished()[0], "\"outcome\":\"ok\"");
 }
 
-/// Issue 3 wiring: an observed answer's record waits for its last paint, reports the paint
+/// Paint wiring: an observed answer's record waits for its last paint, reports the paint
 /// metrics from the interaction, render stalls with their long-frame blame, user stages and
 /// paint budgets; a hidden page withholds what nobody waited for.
 #[test]
