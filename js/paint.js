@@ -273,9 +273,10 @@ export function makePaint(ctx, opts) {
     began(h) {
       if (stopped) return;
       running.push(h);
-      // The core keeps at most 64 requests in flight (a body the app never finishes is then
+      // The core keeps at most `max_in_flight` requests (a body the app never finishes is then
       // ended `partial`); so does this list, and the oldest one's watch goes with it.
-      if (running.length > 64) forget(running.shift());
+      const core = ctx.live();
+      if (core && running.length > core.max_in_flight) forget(running.shift());
       const el = resolve(opts.observe);
       if (el) containers.set(h, { el, base: el.textContent.length });
     },

@@ -8,7 +8,6 @@
 // - text/plain bodies: a CORS-safelisted content type, so no preflight (Fetch §3.2.3).
 // The SDK's own requests use the native fetch, so it never measures its beacons.
 
-const MAX_PAYLOAD = 60 * 1024;
 const MIN_PAYLOAD = 4 * 1024;
 const KEEPALIVE_QUOTA = 64 * 1024;
 const PERSIST_KEY = 'llm-rum:queue';
@@ -98,7 +97,7 @@ export function makeTransport(live, url, nativeFetch, fail, encode) {
     const sends = [];
     guard((core) => {
       for (let i = 0; i < 64; i++) {
-        const payload = core.transport_take(MAX_PAYLOAD, reason, false, page(), performance.now());
+        const payload = core.transport_take(core.max_payload, reason, false, page(), performance.now());
         if (payload === undefined) break;
         sends.push(send(payload, core.transport_last_batch()));
       }
@@ -114,7 +113,7 @@ export function makeTransport(live, url, nativeFetch, fail, encode) {
     if (encode) {
       guard((core) => {
         for (let i = 0; i < 64; i++) {
-          const payload = core.transport_take(MAX_PAYLOAD, reason, true, page(), performance.now());
+          const payload = core.transport_take(core.max_payload, reason, true, page(), performance.now());
           if (payload === undefined) break;
           send(payload, core.transport_last_batch());
         }
@@ -123,7 +122,7 @@ export function makeTransport(live, url, nativeFetch, fail, encode) {
     }
     guard((core) => {
       const t = performance.now();
-      let max = MAX_PAYLOAD;
+      let max = core.max_payload;
       // transport_due_at() < 0: the queue is empty.
       for (let i = 0; i < 64 && core.transport_due_at() >= 0; i++) {
         const payload = core.transport_take(max, reason, true, page(), t);

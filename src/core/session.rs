@@ -47,9 +47,19 @@ pub struct Session {
 /// The 32 random bytes a request needs: 16 trace id, 8 span id, 8 record id.
 pub const RANDOM_BYTES: usize = 32;
 
+/// The running timeline `h` refers to; `None` for a stale handle (its slot's generation moved on).
+fn timeline_mut(slots: &mut [Slot], h: Handle) -> Option<&mut Timeline> {
+    let slot = slots.get_mut((h & 0xff) as usize)?;
+    if slot.generation != h >> 8 {
+        return None;
+    }
+    slot.timeline.as_mut()
+}
+
 impl Session {
     pub fn new(cfg: Config) -> Session {
-        Session { cfg, slots: Vec::new(), seq: 0, finished: Vec::new(), dropped: 0, beacon: None, unloading: false }
+        let beacon = cfg.beacon.as_ref().map(|b| BeaconQueue::new(&b.sdk, &b.session));
+        Session { cfg, slots: Vec::new(), seq: 0, finished: Vec::new(), dropped: 0, beacon, unloading: false }
     }
 
     /// Starts a timeline for a request about to be sent. `url` is absolute. Returns the
@@ -142,11 +152,12 @@ impl Session {
     }
 
     pub fn get(&mut self, h: Handle) -> Option<&mut Timeline> {
-        let slot = self.slots.get_mut((h & 0xff) as usize)?;
-        if slot.generation != h >> 8 {
-            return None;
-        }
-        slot.timeline.as_mut()
+        timeline_mut(&mut self.slots, h)
+    }
+
+    /// `get`, with the configuration alongside (for reading response headers).
+    pub fn get_with_config(&mut self, h: Handle) -> Option<(&mut Timeline, &Config)> {
+        Some((timeline_mut(&mut self.slots, h)?, &self.cfg))
     }
 
     /// The `traceparent` value to add to the request, or "" when none may be added (other

@@ -4,6 +4,11 @@
 
 use alloc::{string::String, vec::Vec};
 
+/// A gap longer than this (ms) between visible progress is a stall, unless configured
+/// otherwise (`stallThresholdMs`). The JS facade leaves the option unset by default, so this
+/// is the only place the default lives.
+pub const DEFAULT_STALL_THRESHOLD_MS: f64 = 250.0;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StallCause {
     Network,

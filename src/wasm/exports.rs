@@ -2,56 +2,38 @@
 //! Each export delegates to the pure core in a line or two.
 
 use super::response::apply_response_headers;
-use crate::core::config::{Budget, Config};
-use crate::core::session::Session;
+use crate::core::beacon::{queue::MAX_PAYLOAD, BeaconQueue};
+use crate::core::config::Config;
 use crate::core::request::kinds::Outcome;
-use crate::core::beacon::BeaconQueue;
+use crate::core::session::{Session, MAX_IN_FLIGHT};
 use alloc::string::String;
-use alloc::vec::Vec;
 use wasm_bindgen::prelude::*;
 
 /// The per-page SDK state. Created once by `init()` in js/index.js.
 #[wasm_bindgen]
 pub struct Core {
     session: Session,
-    correlation: Vec<String>,
-}
-
-/// Non-empty lines (lists cross the boundary as one newline-joined string: cheapest).
-fn lines(s: &str) -> Vec<String> {
-    s.split('\n').filter(|l| !l.is_empty()).map(String::from).collect()
 }
 
 #[wasm_bindgen]
 impl Core {
-    /// `propagate`, `correlation` (lower-case names): newline-separated lists.
-    /// `budget_names`/`budget_limits`: parallel lists. `sdk`/`session`: the beacon
-    /// envelope; an empty `sdk` means no collector (no beacon queue).
+    /// `config`: the SDK configuration as one JSON object (see `Config::from_json`).
     #[wasm_bindgen(constructor)]
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        page_origin: String,
-        propagate: &str,
-        correlation: &str,
-        stall_threshold_ms: f64,
-        strip_query: bool,
-        sampled: bool,
-        budget_names: &str,
-        budget_limits: &[f64],
-        sdk: &str,
-        session: &str,
-    ) -> Core {
-        let budgets = lines(budget_names)
-            .into_iter()
-            .zip(budget_limits)
-            .map(|(metric, &limit)| Budget { metric, limit })
-            .collect();
-        let cfg = Config { stall_threshold_ms, page_origin, propagate: lines(propagate), budgets, strip_query, sampled };
-        let mut state = Session::new(cfg);
-        if !sdk.is_empty() {
-            state.beacon = Some(BeaconQueue::new(sdk, session));
-        }
-        Core { session: state, correlation: lines(correlation) }
+    pub fn new(config: &str) -> Core {
+        Core { session: Session::new(Config::from_json(config)) }
+    }
+
+    /// Requests in flight at once: past this many the oldest is ended `partial`
+    /// (js/paint.js bounds its own list of running requests the same way).
+    #[wasm_bindgen(getter)]
+    pub fn max_in_flight(&self) -> u32 {
+        MAX_IN_FLIGHT as u32
+    }
+
+    /// The largest beacon payload in bytes (js/transport.js asks for no more).
+    #[wasm_bindgen(getter)]
+    pub fn max_payload(&self) -> u32 {
+        MAX_PAYLOAD as u32
     }
 
     /// Starts a fetch request's record. `interaction`: the user action's time, or < 0.
@@ -74,9 +56,8 @@ impl Core {
     /// Response headers arrived. Returns false (and forgets the request) when it is not
     /// to be measured.
     pub fn response(&mut self, h: u32, t: f64, status: u16, headers: &web_sys::Headers, measure_any: bool) -> bool {
-        let correlation = &self.correlation;
-        let keep = match self.session.get(h) {
-            Some(tl) => apply_response_headers(tl, t, status, headers, correlation, measure_any),
+        let keep = match self.session.get_with_config(h) {
+            Some((tl, cfg)) => apply_response_headers(tl, t, status, headers, &cfg.correlation, measure_any),
             None => false,
         };
         if !keep {

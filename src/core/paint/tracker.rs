@@ -59,7 +59,7 @@ use alloc::vec::Vec;
 use crate::core::util::math;
 use crate::core::paint::buckets::{max_span, push_coalescing, ArrivalBucket, PaintBucket, MAX_BUCKETS};
 use crate::core::paint::delays::{match_delays, RenderDelay};
-use crate::core::stalls::{Stall, StallCause, Stalls};
+use crate::core::stalls::{Stall, StallCause, Stalls, DEFAULT_STALL_THRESHOLD_MS};
 
 /// One frame at 60 Hz: the delay any renderer has, and the slack in stall classification.
 pub const FRAME_MS: f64 = 1000.0 / 60.0;
@@ -68,8 +68,6 @@ pub const BUFFERED_FRACTION_NUM: u64 = 9;
 pub const BUFFERED_FRACTION_DEN: u64 = 10;
 /// …and the first paint later than this after the first arrival (3 frames).
 pub const BUFFERED_MIN_WAIT_MS: f64 = 50.0;
-/// Used when the configured threshold is not a finite non-negative number (DESIGN default).
-const DEFAULT_STALL_THRESHOLD_MS: f64 = 250.0;
 
 /// Everything `result()` reports (absolute `performance.now()` times, like `Timeline` marks).
 #[derive(Clone, Copy, Debug, PartialEq)]
