@@ -89,7 +89,7 @@ impl Session {
         self.insert(tl, t)
     }
 
-    /// Starts the record of one EventSource connection attempt (issue 4). An EventSource
+    /// Starts the record of one EventSource connection attempt. An EventSource
     /// cannot send headers: a trace context reaches the server only as a query parameter, when
     /// the app opted in (`send_trace`; `traceparent(h)` then says what to append); otherwise
     /// the record starts unlinked and takes the server's trace when one shows up (Resource
@@ -199,7 +199,7 @@ impl Session {
     /// record was queued.
     pub fn end(&mut self, h: Handle, t: f64, outcome: Outcome) -> bool {
         // Chromium aborts the page's fetches after pagehide: not an error, not the user's
-        // abort, but a stream cut by the page going away (DESIGN.md §1 `partial`).
+        // abort, but a stream cut by the page going away: the record's `partial` outcome.
         let outcome = if self.unloading && outcome != Outcome::Ok { Outcome::Partial } else { outcome };
         let Some(tl) = self.get(h) else { return false };
         tl.on_end(t, outcome);

@@ -84,7 +84,7 @@ impl Core {
         }
     }
 
-    // ---- what the person saw (issue 3): js/paint.js stamps frames and text lengths ----
+    // ---- what the person saw: js/paint.js stamps frames and text lengths ----
 
     /// An answer element is associated with `h`: paint metrics will be reported.
     pub fn observe(&mut self, h: u32) -> bool {
@@ -121,7 +121,7 @@ impl Core {
         }
     }
 
-    // ---- EventSource (issue 4): js/eventsource.js stamps times and moves event data ----
+    // ---- EventSource: js/eventsource.js stamps times and moves event data ----
 
     /// Begins one connection attempt's record (see `Session::begin_eventsource`).
     pub fn es_begin(

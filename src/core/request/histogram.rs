@@ -1,6 +1,6 @@
-//! Streaming quantiles with O(1) memory in the number of samples (DESIGN §1 `itl`,
-//! `renderDelay`: `{p50, p95, p99, max}` over an answer of any length, §4 "memory per request
-//! is bounded whatever the answer length").
+//! Streaming quantiles with O(1) memory in the number of samples: the record's `itl`
+//! `{p50, p95, p99, max}` over an answer of any length, with the core's memory per request
+//! bounded whatever the answer length.
 //!
 //! `LogHistogram` is a DDSketch-style logarithmic histogram (Masson, Rim, Lee: "DDSketch: A Fast
 //! and Fully-Mergeable Quantile Sketch with Relative-Error Guarantees", VLDB 2019): a value `v`

@@ -60,7 +60,7 @@ pub struct Timeline {
     pub server_timing: Vec<ServerTimingEntry>,
     pub correlation: Vec<(String, String)>,
     pub user_marks: Vec<(String, f64)>,
-    /// What the person saw (issue 3): fed content arrivals and paints once an answer element
+    /// What the person saw: fed content arrivals and paints once an answer element
     /// is associated (`observed`).
     pub paint: PaintTracker,
     pub observed: bool,
@@ -278,7 +278,7 @@ impl Timeline {
         self.observed && !self.hidden() && self.content.content_chars > 0 && !self.paint.final_paint_seen()
     }
 
-    // ---- EventSource (issue 4): the browser frames the events; the same content rules apply ----
+    // ---- EventSource: the browser frames the events; the same content rules apply ----
 
     /// The EventSource's `open`: headers arrived (an EventSource only opens on a 200
     /// `text/event-stream` response).
@@ -389,7 +389,7 @@ impl Timeline {
         }
     }
 
-    // ---- derived metrics (DESIGN.md §1); `None` when the inputs are missing ----
+    // ---- derived metrics, as the record defines them; `None` when the inputs are missing ----
 
     pub fn rel(&self, t: Option<f64>) -> Option<f64> {
         t.map(|t| t - self.start)

@@ -1,4 +1,5 @@
-//! What counts as answer text, per streaming format (DESIGN.md §1).
+//! What counts as answer text, per streaming format: the rules behind the record's
+//! `firstToken`, `chars`, `contentEvents` and `format`.
 //!
 //! Rules, per format (an event is "content" when it carries ≥ 1 char of answer text):
 //! - `openai-chat`: `choices[].delta.content` (and `choices[].message.content`, for servers
@@ -62,7 +63,7 @@ impl Format {
 
 /// Classifies already-framed messages: one SSE event (`event` type, joined `data`) or one
 /// NDJSON line. Used by `StreamDecoder` for fetch bodies and directly for EventSource
-/// messages (issue 4), so both paths share one definition of "content".
+/// messages, so both paths share one definition of "content".
 #[derive(Clone, Debug)]
 pub struct Classifier {
     format: Format,

@@ -1,5 +1,6 @@
-//! `Server-Timing` response header parser (W3C Server Timing, "The Server-Timing Header Field";
-//! DESIGN §2: the server's stages split `ttft`, and `trace;desc=…` carries the trace).
+//! `Server-Timing` response header parser (W3C Server Timing, "The Server-Timing Header Field").
+//! The entries are the server's stages (`queue`, `prefill`, …), which split the record's `ttft`
+//! into server time and the rest (`ttftSplit`); `trace;desc=…` carries the server's trace.
 //!
 //! Grammar (Server Timing §3, with RFC 9110 `#`, `OWS`, `token`, `quoted-string`):
 //! ```text
@@ -487,7 +488,7 @@ mod tests {
         check("a;desc=\"żółw 🐢\"", &[("a", None, Some("żółw 🐢"))]);
         check("a;desc=żółw;dur=1", &[("a", Some(1.0), Some(""))]);
         check("café;dur=1", &[("caf", None, None)]);
-        // The trace context form (DESIGN §2).
+        // The trace context form (`trace;desc=<traceparent>`).
         check(
             "trace;desc=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
             &[("trace", None, Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"))],

@@ -1,5 +1,6 @@
 //! W3C Trace Context `traceparent` (Level 1 §3.2, unchanged in Level 2) for the outgoing
-//! request, and the response forms DESIGN §2 reads back: the Server-Timing entry
+//! request, and the response forms the core reads back to join the server's trace when it
+//! propagated nothing itself: the Server-Timing entry
 //! `trace;desc=00-<trace>-<span>-<flags>` (also accepted under the name `traceparent`, the
 //! spelling some APM agents use) and the legacy `traceresponse` header (Trace Context Level 2
 //! drafts), which share the `traceparent` value grammar.
@@ -16,8 +17,8 @@
 //! there or continue with `-` (§3.2.4 "Versioning of traceparent"). Surrounding OWS (space, tab)
 //! is trimmed, as the W3C test suite's `test_traceparent_ows_handling` expects.
 //!
-//! Ids are random bytes handed in by the caller (the core has no randomness of its own, DESIGN
-//! §4); we only ever emit version 00 with the sampled flag (no Level 2 `random` flag, so Level 1
+//! Ids are random bytes handed in by the caller (the core has no randomness of its own: the JS
+//! facade draws them from `crypto.getRandomValues`); we only ever emit version 00 with the sampled flag (no Level 2 `random` flag, so Level 1
 //! receivers see nothing unexpected).
 
 use alloc::string::String;

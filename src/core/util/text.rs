@@ -16,7 +16,7 @@ pub fn truncate(s: &str, max: usize) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use super::truncate;
+    use super::*;
 
     #[test]
     fn cuts_on_char_boundaries() {
