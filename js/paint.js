@@ -1,5 +1,5 @@
 // What the person saw (issue 3): which element shows which answer, and when frames painted
-// it. This file stamps times and reads text lengths; the core (src/core/paint.rs, seen.rs)
+// it. This file stamps times and reads text lengths; the core (src/core/paint/, record/seen.rs)
 // matches arrivals to paints and computes every metric.
 //
 // Per frame that follows a text change in an observed element, a paint bracket:
@@ -33,7 +33,7 @@ function resolve(target) {
 /** This module's bundle (dist/index.js once built): the SDK's own scripts in LoAF entries. */
 const OWN_URL = String(import.meta.url).split(/[?#]/)[0];
 
-/** Chars of the element's text sent with each paint as a probe (src/core/probe.rs). */
+/** Chars of the element's text sent with each paint as a probe (src/core/stream/tail.rs). */
 const PROBE_CHARS = 48;
 
 /**

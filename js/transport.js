@@ -1,4 +1,4 @@
-// Sends what the core's beacon queue decides to send (src/core/transport.rs owns batching,
+// Sends what the core's beacon queue decides to send (src/core/beacon/ owns batching,
 // sizes, backoff, dedupe). This file only moves payloads and reports outcomes:
 // - normal flushes: fetch, with `keepalive` while the page's keepalive quota allows (Fetch
 //   §4.5: 64 KiB of keepalive bodies in flight per document, shared with sendBeacon);

@@ -1,6 +1,6 @@
 //! The SDK's per-page state: configuration, the in-flight timelines (bounded), and the
-//! records that finished. The browser layer holds one `Session` and talks to it with small
-//! integer handles, so no Rust object crosses into JS per request.
+//! records that finished. The wasm surface (src/wasm/exports.rs) holds one `Session` and
+//! talks to it with small integer handles, so no Rust object crosses into JS per request.
 
 use alloc::{string::String, vec::Vec};
 use crate::core::config::Config;

@@ -111,7 +111,7 @@ pub(crate) struct Matched {
 /// Time at position `x` inside a bucket covering positions `(lo, hi]` over `[t0, t1]`.
 fn lerp(t0: f64, t1: f64, lo: f64, hi: f64, x: f64) -> f64 {
     if hi > lo {
-        // Constant bounds: clamp's assert compiles away (cf. stats.rs).
+        // Constant bounds: clamp's assert compiles away (cf. request/histogram.rs).
         t0 + (t1 - t0) * ((x - lo) / (hi - lo)).clamp(0.0, 1.0)
     } else {
         t1

@@ -1,6 +1,6 @@
 //! One request's timeline: marks as they happen, bounded statistics, and the outcome.
 //!
-//! The browser adapter calls `on_*` with `performance.now()` stamps; `record::encode` turns
+//! The wasm surface calls `on_*` with `performance.now()` stamps; `record::encode` turns
 //! the finished timeline into the wire record. All per-chunk work is O(chunk) and the state is
 //! bounded whatever the answer length (the histogram is fixed-size, lists are capped).
 

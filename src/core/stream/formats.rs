@@ -67,7 +67,7 @@ impl Format {
 #[derive(Clone, Debug)]
 pub struct Classifier {
     format: Format,
-    /// The answer text's tail for paint probes (`probe.rs`), when an element is observed.
+    /// The answer text's tail for paint probes (`tail.rs`), when an element is observed.
     pub tail: Option<TextTail>,
 }
 

@@ -1,6 +1,6 @@
 //! Text probes: where in the raw answer does the text on screen end?
 //!
-//! The paint matcher (`paint.rs`) maps a painted length to raw progress proportionally, which
+//! The paint matcher (`paint/delays.rs`) maps a painted length to raw progress proportionally, which
 //! drifts wherever markdown shrinks the text unevenly (`**bold**` → `bold`, link URLs vanish):
 //! a paint just before a pause then looks short of what had arrived, and the missing chars
 //! are charged the whole pause as render delay. A probe fixes that: the browser layer sends
