@@ -52,20 +52,18 @@ function tabSession(rate) {
 async function loadCore(opts, sampled, session) {
   const wasm = await import('./wasm/llm_rum.js');
   await wasm.default(opts.wasmUrl ? { module_or_path: opts.wasmUrl } : undefined);
-  const origin = globalThis.location ? globalThis.location.origin : '';
-  const budgets = Object.entries(opts.budgets);
-  return new wasm.Core(
-    origin,
-    opts.propagateTraceUrls.join('\n'),
-    opts.correlationHeaders.map((h) => h.toLowerCase()).join('\n'),
-    opts.stallThresholdMs,
-    opts.stripQuery,
+  // One configuration object, read by the core (src/core/config.rs Config::from_json).
+  const config = {
+    pageOrigin: globalThis.location ? globalThis.location.origin : '',
+    propagate: opts.propagateTraceUrls,
+    correlation: opts.correlationHeaders.map((h) => h.toLowerCase()),
+    stallThresholdMs: opts.stallThresholdMs, // unset: the core's default
+    stripQuery: opts.stripQuery,
     sampled,
-    budgets.map((b) => b[0]).join('\n'),
-    new Float64Array(budgets.map((b) => b[1])),
-    opts.collector ? 'llm-rum/' + VERSION : '',
-    session,
-  );
+    budgets: Object.entries(opts.budgets),
+    beacon: opts.collector ? { sdk: 'llm-rum/' + VERSION, session } : null,
+  };
+  return new wasm.Core(JSON.stringify(config));
 }
 
 function makeMatcher(opts, state) {

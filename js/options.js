@@ -7,7 +7,7 @@ const DEFAULTS = {
   match: null,
   propagateTraceUrls: [],
   correlationHeaders: ['x-request-id', 'request-id', 'openai-processing-ms'],
-  stallThresholdMs: 250,
+  stallThresholdMs: undefined, // the core's default (src/core/stalls.rs)
   sampleRate: 1,
   budgets: {},
   observe: null,

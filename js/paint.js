@@ -1,5 +1,5 @@
 // What the person saw (issue 3): which element shows which answer, and when frames painted
-// it. This file stamps times and reads text lengths; the core (src/core/paint.rs, seen.rs)
+// it. This file stamps times and reads text lengths; the core (src/core/paint/, record/seen.rs)
 // matches arrivals to paints and computes every metric.
 //
 // Per frame that follows a text change in an observed element, a paint bracket:
@@ -33,7 +33,7 @@ function resolve(target) {
 /** This module's bundle (dist/index.js once built): the SDK's own scripts in LoAF entries. */
 const OWN_URL = String(import.meta.url).split(/[?#]/)[0];
 
-/** Chars of the element's text sent with each paint as a probe (src/core/probe.rs). */
+/** Chars of the element's text sent with each paint as a probe (src/core/stream/tail.rs). */
 const PROBE_CHARS = 48;
 
 /**
@@ -273,9 +273,10 @@ export function makePaint(ctx, opts) {
     began(h) {
       if (stopped) return;
       running.push(h);
-      // The core keeps at most 64 requests in flight (a body the app never finishes is then
+      // The core keeps at most `max_in_flight` requests (a body the app never finishes is then
       // ended `partial`); so does this list, and the oldest one's watch goes with it.
-      if (running.length > 64) forget(running.shift());
+      const core = ctx.live();
+      if (core && running.length > core.max_in_flight) forget(running.shift());
       const el = resolve(opts.observe);
       if (el) containers.set(h, { el, base: el.textContent.length });
     },

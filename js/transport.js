@@ -1,4 +1,4 @@
-// Sends what the core's beacon queue decides to send (src/core/transport.rs owns batching,
+// Sends what the core's beacon queue decides to send (src/core/beacon/ owns batching,
 // sizes, backoff, dedupe). This file only moves payloads and reports outcomes:
 // - normal flushes: fetch, with `keepalive` while the page's keepalive quota allows (Fetch
 //   §4.5: 64 KiB of keepalive bodies in flight per document, shared with sendBeacon);
@@ -8,7 +8,6 @@
 // - text/plain bodies: a CORS-safelisted content type, so no preflight (Fetch §3.2.3).
 // The SDK's own requests use the native fetch, so it never measures its beacons.
 
-const MAX_PAYLOAD = 60 * 1024;
 const MIN_PAYLOAD = 4 * 1024;
 const KEEPALIVE_QUOTA = 64 * 1024;
 const PERSIST_KEY = 'llm-rum:queue';
@@ -102,7 +101,7 @@ export function makeTransport(live, url, nativeFetch, fail, encode) {
     guard((core) => {
       for (let i = 0; i < 64; i++) {
         const t = performance.now();
-        const payload = core.transport_take(MAX_PAYLOAD, reason, false, page(), t, sentAt(t));
+        const payload = core.transport_take(core.max_payload, reason, false, page(), t, sentAt(t));
         if (payload === undefined) break;
         sends.push(send(payload, core.transport_last_batch()));
       }
@@ -119,7 +118,7 @@ export function makeTransport(live, url, nativeFetch, fail, encode) {
       guard((core) => {
         for (let i = 0; i < 64; i++) {
           const t = performance.now();
-          const payload = core.transport_take(MAX_PAYLOAD, reason, true, page(), t, sentAt(t));
+          const payload = core.transport_take(core.max_payload, reason, true, page(), t, sentAt(t));
           if (payload === undefined) break;
           send(payload, core.transport_last_batch());
         }
@@ -128,7 +127,7 @@ export function makeTransport(live, url, nativeFetch, fail, encode) {
     }
     guard((core) => {
       const t = performance.now();
-      let max = MAX_PAYLOAD;
+      let max = core.max_payload;
       // transport_due_at() < 0: the queue is empty.
       for (let i = 0; i < 64 && core.transport_due_at() >= 0; i++) {
         const payload = core.transport_take(max, reason, true, page(), t, sentAt(t));

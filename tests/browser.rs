@@ -4,7 +4,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use js_sys::{Reflect, JSON};
-use llm_rum::exports::Core;
+use llm_rum::wasm::Core;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_test::*;
 use web_sys::Headers;
@@ -12,19 +12,22 @@ use web_sys::Headers;
 wasm_bindgen_test_configure!(run_in_browser);
 
 fn core() -> Core {
+    // The configuration object js/index.js builds (the facade lower-cases correlation header
+    // names before handing them over).
     Core::new(
-        "http://127.0.0.1:8080".into(),
-        "https://api.example.com\nhttps://other.example.com/v1/",
-        // The facade lower-cases correlation header names before handing them over.
-        "x-request-id\nopenai-processing-ms",
-        250.0,
-        true,
-        true,
-        "ttft\nitl.p95",
-        &[100.0, 1000.0],
-        "",
-        "",
+        r#"{"pageOrigin":"http://127.0.0.1:8080",
+            "propagate":["https://api.example.com","https://other.example.com/v1/"],
+            "correlation":["x-request-id","openai-processing-ms"],
+            "stallThresholdMs":250,"stripQuery":true,"sampled":true,
+            "budgets":[["ttft",100],["itl.p95",1000]],"beacon":null}"#,
     )
+}
+
+/// Limits the JS facade reads from the core instead of repeating them.
+#[wasm_bindgen_test]
+fn limits_are_exported() {
+    let c = core();
+    assert_eq!((c.max_in_flight(), c.max_payload()), (64, 60 * 1024));
 }
 
 fn headers(pairs: &[(&str, &str)]) -> Headers {
@@ -162,7 +165,7 @@ fn app_traceparent_is_respected() {
     assert_eq!(get(&r, "outcome"), "aborted");
 }
 
-/// EventSource (issue 4): the exports js/eventsource.js drives, with the data an app's
+/// EventSource: the exports js/eventsource.js drives, with the data an app's
 /// listeners see (framing already done by the browser).
 #[wasm_bindgen_test]
 fn eventsource_attempts_and_reconnects() {
