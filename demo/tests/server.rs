@@ -14,6 +14,8 @@ use tokio::net::TcpStream;
 /// Tolerance for timing comparisons (ms). Writes typically land within 0.2 ms of schedule on an
 /// idle machine; the slack is for a loaded 2-core CI machine running both tests at once.
 const TOL_MS: f64 = 8.0;
+/// The most a preempted timer wake-up may add under full load before it counts as a defect.
+const PREEMPTED_MS: f64 = 60.0;
 
 struct Server {
     child: Child,
@@ -259,15 +261,21 @@ async fn scripted_stream_matches_schedule_and_truth() {
     let queue = t["queue_ms"].as_f64().unwrap();
     let c = contents(&t);
     assert_eq!(c.len(), 12);
+    // Never early; late by at most TOL_MS except where the OS preempted the timer (a saturated
+    // 2-core machine delays a wake-up by tens of ms now and then). Those must stay rare and must
+    // not accumulate: every due time is anchored to the request, not to the previous write.
+    let mut late = Vec::new();
     for (i, w) in c.iter().enumerate() {
         let due = queue + 120.0 + 25.0 * i as f64 + if i >= 8 { 150.0 } else { 0.0 };
         let at = w["t_ms"].as_f64().unwrap();
-        assert!(
-            (at - due).abs() <= TOL_MS,
-            "token {i}: sent at {at}, due {due}"
-        );
+        assert!(at >= due - 1.0, "token {i}: sent at {at}, before it was due at {due}");
+        assert!(at - due <= PREEMPTED_MS, "token {i}: sent at {at}, due {due}");
+        if at - due > TOL_MS {
+            late.push((i, at - due));
+        }
         assert_eq!(w["tokens"], 1);
     }
+    assert!(late.len() <= 2, "tokens sent more than {TOL_MS} ms late: {late:?}");
     assert!((t["prefill_ms"].as_f64().unwrap() - 120.0).abs() <= TOL_MS);
     let kinds: Vec<&str> = t["writes"]
         .as_array()
