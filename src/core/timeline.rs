@@ -470,8 +470,8 @@ impl Timeline {
     }
 
     /// The stream finished (`Ok` = body fully read), was aborted, failed, or is being cut off
-    /// by page hide/unload (`Partial`). A status ≥ 400 or an in-band error event turns a
-    /// complete read into `error`. Idempotent: the first end wins.
+    /// by page hide/unload (`Partial`). A status ≥ 400 turns a complete read into `error`; an
+    /// in-band error event turns any end into `error`. Idempotent: the first end wins.
     pub fn on_end(&mut self, t: f64, outcome: Outcome) {
         if self.is_ended() {
             return;
@@ -491,8 +491,13 @@ impl Timeline {
             Outcome::Aborted | Outcome::Error if self.content.done => Outcome::Ok,
             o => o,
         };
+        // An in-band error event (a provider's overload or server error mid-answer) failed the
+        // answer whatever ends the read after it: the official openai and anthropic clients
+        // abort the fetch right after one (`finally { if (!done) controller.abort() }`), which
+        // must not read as the user's cancel — nor a page unload as a mere `partial`.
         let outcome = match outcome {
-            Outcome::Ok if self.status >= 400 || self.content.error_event => Outcome::Error,
+            _ if self.content.error_event => Outcome::Error,
+            Outcome::Ok if self.status >= 400 => Outcome::Error,
             o => o,
         };
         self.end = Some(t);
