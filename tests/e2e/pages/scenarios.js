@@ -1,0 +1,206 @@
+// The engine scenarios' app side (tests/e2e/engines.spec.js): what a chat app does in the
+// page, once, for every engine. Playwright (Chromium) and W3C WebDriver (Firefox, WebKitGTK)
+// both call these through the page's window.__scenario(name, arg) and get plain JSON back; the
+// checks against the scripted server's ground truth run on the Node side, with per-engine
+// tolerances. Nothing here is engine-specific: where an engine lacks an API, the scenario
+// reports that as a fact (for the support table), never branches around the SDK.
+import * as h from '/helpers.js';
+
+const CHAT_BODY = JSON.stringify({ model: 'default', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hi' }] });
+
+/** What this engine offers (the support table's columns), and the SDK's view of its clock. */
+export async function env() {
+  const types = (globalThis.PerformanceObserver && PerformanceObserver.supportedEntryTypes) || [];
+  let byteStreams = false;
+  try {
+    new ReadableStream({ type: 'bytes' }).getReader({ mode: 'byob' }).releaseLock();
+    byteStreams = true;
+  } catch {
+    /* not implemented */
+  }
+  // The clock step as a page sees it: the smallest positive difference of performance.now().
+  let step = Infinity;
+  let a = performance.now();
+  const t0 = a;
+  for (let seen = 0; seen < 5 && performance.now() - t0 < 50; ) {
+    const b = performance.now();
+    if (b !== a) {
+      step = Math.min(step, b - a);
+      a = b;
+      seen++;
+    }
+  }
+  return {
+    ua: navigator.userAgent,
+    coi: globalThis.crossOriginIsolated === true,
+    byteStreams,
+    loaf: types.includes('long-animation-frame'),
+    entryTypes: types,
+    step,
+  };
+}
+
+/** init() with records collected in the page. */
+export async function start(opts = {}) {
+  if (window.__rum) await window.__rum.shutdown();
+  return h.startRum(opts);
+}
+
+/**
+ * One chat completion through the patched fetch, read to the end as an app reads it: the
+ * record, the app's own read times of content-bearing chunks (offsets from the record's start,
+ * with how many content events each completed) and what the app received.
+ */
+export async function chat({ query, id }) {
+  const res = await fetch(`/v1/chat/completions?${query}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-test-id': id },
+    body: CHAT_BODY,
+  });
+  const { bytes, times, parts } = await h.readAll(res);
+  const rid = res.headers.get('x-request-id');
+  const rec = await h.waitRecord((r) => r.correlation['x-request-id'] === rid);
+  const dec = new TextDecoder();
+  const reads = [];
+  parts.forEach((p, i) => {
+    const n = (dec.decode(p).match(/"content":"[^"]/g) || []).length;
+    if (n) reads.push({ t: performance.timeOrigin + times[i] - rec.startEpochMs, n });
+  });
+  return { rec, reads, chars: h.openAiChars(bytes), fnv: h.fnv1a64(bytes), n: bytes.length };
+}
+
+/** Binary and SSE bodies through the wrapper, and the binary one through the native fetch. */
+export async function bytes({ ids }) {
+  const bin = await h.readAll(await fetch(`/bytes?size=300000&chunk=7000&gap_ms=1&test_id=${ids[0]}`));
+  const sse = await h.readAll(await fetch(`/v1/stream?tokens=50&gap_ms=2&split=1&test_id=${ids[1]}`));
+  const nat = await h.readAll(await window.__native(`/bytes?size=300000&chunk=7000&gap_ms=1`));
+  const recs = await Promise.all([h.waitRecord((r) => r.url.endsWith('/bytes')), h.waitRecord((r) => r.url.endsWith('/v1/stream'))]);
+  return { bin: h.fnv1a64(bin.bytes), binN: bin.bytes.length, sse: h.fnv1a64(sse.bytes), nat: h.fnv1a64(nat.bytes), recBytes: recs.map((r) => r.bytes) };
+}
+
+/** A BYOB reader on the wrapped body where the engine's native body offers one. */
+export async function byob({ id }) {
+  const native = await window.__native('/bytes?size=10000&chunk=1000');
+  let nativeByob = true;
+  try {
+    native.body.getReader({ mode: 'byob' }).releaseLock();
+  } catch {
+    nativeByob = false;
+  }
+  await native.body.cancel();
+  const res = await fetch(`/v1/stream?tokens=30&gap_ms=2&seed=1&test_id=${id}`);
+  let fnv = null;
+  let error = null;
+  try {
+    const reader = res.body.getReader({ mode: 'byob' });
+    const parts = [];
+    for (;;) {
+      const { done, value } = await reader.read(new Uint8Array(1000));
+      if (done) break;
+      parts.push(...value);
+    }
+    fnv = h.fnv1a64(Uint8Array.from(parts));
+  } catch (e) {
+    error = e.name;
+    await res.body.cancel().catch(() => {});
+  }
+  const rec = await h.waitRecord((r) => r.url.endsWith('/v1/stream'));
+  return { nativeByob, fnv, error, outcome: rec.outcome };
+}
+
+/** Abort mid-stream: the app's read rejects with AbortError; the record says aborted. */
+export async function abort({ id }) {
+  const c = new AbortController();
+  const res = await fetch(`/v1/stream?tokens=200&gap_ms=20&test_id=${id}`, { signal: c.signal });
+  const reader = res.body.getReader();
+  await reader.read();
+  await reader.read();
+  c.abort();
+  let err = null;
+  try {
+    for (;;) if ((await reader.read()).done) break;
+  } catch (e) {
+    err = e.name;
+  }
+  const rec = await h.waitRecord((r) => r.url.endsWith('/v1/stream'));
+  return { err, outcome: rec.outcome };
+}
+
+/** reader.cancel() from the app: it reaches the server; the record says aborted. */
+export async function cancel({ id }) {
+  const res = await fetch(`/v1/stream?tokens=200&gap_ms=20&test_id=${id}`);
+  const reader = res.body.getReader();
+  await reader.read();
+  await reader.read();
+  await reader.cancel('not interested');
+  const rec = await h.waitRecord((r) => r.url.endsWith('/v1/stream'));
+  return { outcome: rec.outcome };
+}
+
+/**
+ * An in-band error event and then the client's abort, the way the official openai and
+ * anthropic clients end such a stream (`finally { if (!done) controller.abort() }`).
+ */
+export async function errorThenAbort({ query }) {
+  const c = new AbortController();
+  const res = await fetch(`/v1/chat/completions?${query}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: CHAT_BODY, signal: c.signal });
+  const reader = res.body.getReader();
+  const dec = new TextDecoder();
+  let text = '';
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    text += dec.decode(value, { stream: true });
+    if (/"type":"error"|"error":\{|event: error|response\.failed/.test(text)) break;
+  }
+  c.abort();
+  const rid = res.headers.get('x-request-id');
+  const rec = await h.waitRecord((r) => r.correlation['x-request-id'] === rid);
+  return { outcome: rec.outcome, format: rec.format, sawError: true };
+}
+
+/** One EventSource answer, closed at [DONE] / `closeOn`, with the app's message times. */
+export async function eventSource({ url, types = [], closeOn = null }) {
+  const { events, rec } = await h.esStream(url, { types, closeOn });
+  const closedAt = events.length ? events[events.length - 1].t : performance.now();
+  const content = /"(content|delta|text)":"[^"]/;
+  const app = events.filter((e) => content.test(e.data)).map((e) => performance.timeOrigin + e.t - rec.startEpochMs);
+  // How long after the app's close() the record was delivered (the Resource Timing wait).
+  const delivered = window.__recordTimes ? window.__recordTimes.get(rec.id) : null;
+  return { rec, app, chunks: events.length, heldMs: delivered == null ? null : delivered - closedAt };
+}
+
+/** A stream the server ends without the app closing: the browser reconnects once. */
+export async function reconnect({ id }) {
+  const before = window.__records.length;
+  const log = [];
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('no reconnect within 20 s')), 20000);
+    const es = new EventSource(`/v1/stream?prefill_ms=50&gap_ms=10&tokens=10&test_id=${id}`);
+    let opens = 0;
+    es.onopen = () => log.push('open ' + ++opens);
+    es.onerror = () => log.push('error ' + es.readyState);
+    es.onmessage = (ev) => {
+      if (ev.data === '[DONE]' && opens === 2) {
+        clearTimeout(timer);
+        es.close();
+        resolve();
+      }
+    };
+  });
+  await h.waitRecord((r, i) => i >= before + 1 && r.transport === 'eventsource');
+  return { log, recs: window.__records.slice(before).filter((r) => r.transport === 'eventsource') };
+}
+
+/** One answer rendered by `kind` (demo/page/renderers.js) into an element given to observe. */
+export async function paint({ kind, query }) {
+  const { rec } = await h.renderAnswer(kind, query);
+  return { rec };
+}
+
+/** Streams to measure and flush to the collector; the Node side reads its summary. */
+export async function beacons({ n }) {
+  for (let i = 0; i < n; i++) await (await fetch('/v1/stream?tokens=5&gap_ms=2')).text();
+  await window.__rum.flush();
+  return { ids: window.__records.map((r) => r.id) };
+}
