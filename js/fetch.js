@@ -195,6 +195,10 @@ function pump(ctx, h) {
   return {
     attach(r) {
       reader = r;
+      // An abort or a network failure errors the original body at once, even while nobody
+      // reads it — the official clients abort right after an in-band error event and never
+      // read again. The record ends then, not when (if ever) the app pulls next.
+      r.closed.then(null, (err) => end(outcomeOf(err)));
     },
     source: (bytes) => ({
       type: bytes ? 'bytes' : undefined,

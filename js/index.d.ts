@@ -225,8 +225,10 @@ export interface RumRecord {
   /**
    * The response's Server-Timing. EventSource: from the stream's Resource Timing entry when
    * the attempt ends (cross-origin only with Timing-Allow-Origin); `dur` 0 reads as null there.
+   * `null` when it could not be seen at all — an EventSource in an engine that creates no
+   * Resource Timing entry for it (WebKit) — as opposed to `[]`, the server sent none.
    */
-  serverTiming: ServerTimingEntry[];
+  serverTiming: ServerTimingEntry[] | null;
   /** ttft split into the server's Server-Timing stages and the rest (network, proxies, client). */
   ttftSplit: { server: number; network: number } | null;
   /** Correlation header values, keyed by lower-case header name. */

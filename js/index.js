@@ -6,7 +6,7 @@ import { makeFetch } from './fetch.js';
 import { makeEventSource } from './eventsource.js';
 import { normalize } from './options.js';
 import { makeTransport } from './transport.js';
-import { makePaint } from './paint.js';
+import { makePaint, clockStep } from './paint.js';
 
 export const VERSION = '0.1.0';
 const INTERACTION_WINDOW_MS = 1000;
@@ -59,6 +59,7 @@ async function loadCore(opts, sampled, session) {
     opts.propagateTraceUrls.join('\n'),
     opts.correlationHeaders.map((h) => h.toLowerCase()).join('\n'),
     opts.stallThresholdMs,
+    clockStep(),
     opts.stripQuery,
     sampled,
     budgets.map((b) => b[0]).join('\n'),

@@ -52,8 +52,29 @@ function tailText(el, n) {
   return out;
 }
 
-/** Paint-time resolution: 5 µs when cross-origin isolated, else 100 µs (HR-Time §"coarsen"). */
-const resolution = () => (globalThis.crossOriginIsolated ? 0.005 : 0.1);
+/**
+ * The page clock's step: performance.now() is coarsened (HR-Time §"coarsen time") to 5 µs on
+ * a cross-origin isolated page and 100 µs otherwise in Chromium, to 1 ms in Firefox and WebKit,
+ * possibly with jitter at the step boundaries, so any time read from it is within one step of
+ * the true time. Measured once by init(): the smallest difference between consecutive distinct
+ * readings over two ticks (≤ ~2 ms of spinning where the step is 1 ms, ~0.2 ms in Chromium;
+ * capped at 5 ms). The core adds it to the brackets' half widths for `paintErrorMs`.
+ */
+export function clockStep() {
+  const t0 = performance.now();
+  let a = t0;
+  let step = Infinity;
+  for (let ticks = 0; ticks < 2; ) {
+    const b = performance.now();
+    if (b !== a) {
+      step = Math.min(step, b - a);
+      a = b;
+      ticks++;
+    }
+    if (b - t0 > 5) break;
+  }
+  return Number.isFinite(step) ? step : 5;
+}
 
 class Watch {
   /**
@@ -142,7 +163,9 @@ class Watch {
       return;
     }
     const hi = performance.now();
-    const err = Math.max((hi - this.lo) / 2, resolution());
+    // Half the bracket in clock readings: the text was read at the lower bound, which is where
+    // the core caps what this frame can show. The clock's step is added once, in the core.
+    const err = (hi - this.lo) / 2;
     if (this.p.call((core) => core.paint(this.h, (this.lo + hi) / 2, this.shown, err, this.probe))) this.p.done(this);
   }
 
@@ -216,7 +239,7 @@ export function makePaint(ctx, opts) {
     const refine = opts.nativePaintTimes;
     // Long Animation Frames (W3C LoAF): blame for render stalls, and the frame's paintTime.
     listen('long-animation-frame', (core, e) => {
-      if (refine && e.paintTime > 0) core.native_paint(e.paintTime, resolution());
+      if (refine && e.paintTime > 0) core.native_paint(e.paintTime, 0);
       let top = null;
       for (const s of e.scripts || []) if (!top || s.duration > top.duration) top = s;
       if (!top) return;
@@ -234,7 +257,7 @@ export function makePaint(ctx, opts) {
       core.long_frame(e.startTime, e.duration, invoker, source, top.duration);
     });
     // Paints that follow an interaction (Chromium's interaction-contentful-paint).
-    if (refine) listen('interaction-contentful-paint', (core, e) => e.paintTime > 0 && core.native_paint(e.paintTime, resolution()));
+    if (refine) listen('interaction-contentful-paint', (core, e) => e.paintTime > 0 && core.native_paint(e.paintTime, 0));
   }
 
   function unobservePerf() {

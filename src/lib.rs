@@ -43,7 +43,8 @@ pub mod exports {
     impl Core {
         /// `propagate`, `correlation` (lower-case names): newline-separated lists.
         /// `budget_names`/`budget_limits`: parallel lists. `sdk`/`session`: the beacon
-        /// envelope; an empty `sdk` means no collector (no beacon queue).
+        /// envelope; an empty `sdk` means no collector (no beacon queue). `clock_step_ms`: the
+        /// page's performance.now() step, measured by the facade at init.
         #[wasm_bindgen(constructor)]
         #[allow(clippy::too_many_arguments)]
         pub fn new(
@@ -51,6 +52,7 @@ pub mod exports {
             propagate: &str,
             correlation: &str,
             stall_threshold_ms: f64,
+            clock_step_ms: f64,
             strip_query: bool,
             sampled: bool,
             budget_names: &str,
@@ -63,7 +65,7 @@ pub mod exports {
                 .zip(budget_limits)
                 .map(|(metric, &limit)| Budget { metric, limit })
                 .collect();
-            let cfg = Config { stall_threshold_ms, page_origin, propagate: lines(propagate), budgets, strip_query, sampled };
+            let cfg = Config { stall_threshold_ms, clock_step_ms, page_origin, propagate: lines(propagate), budgets, strip_query, sampled };
             let mut state = Session::new(cfg);
             if !sdk.is_empty() {
                 state.transport = Some(Transport::new(sdk, session));
@@ -187,12 +189,15 @@ pub mod exports {
 
         /// The attempt ended at `t`: the app called `close()`, or the connection dropped or
         /// failed. `rt_start` and `server_timing`: the attempt's Resource Timing entry
-        /// (`startTime`, and `serverTiming` as a header value), or NaN and "" when none came.
+        /// (`startTime`, and `serverTiming` as a header value), or NaN and "" when none came
+        /// (the record's `serverTiming` is then `null`).
         /// Returns false when the record waits for the answer's last paint (as `end`).
         pub fn es_end(&mut self, h: u32, t: f64, closed_by_app: bool, rt_start: f64, server_timing: &str) -> bool {
             let Some(tl) = self.session.get(h) else { return true };
             tl.rebase_start(rt_start);
             tl.on_server_timing(server_timing);
+            // No entry: the server's timing was invisible, which is not "none was sent".
+            tl.server_timing_seen = !rt_start.is_nan();
             self.session.end(h, t, Outcome::eventsource_end(closed_by_app))
         }
 

@@ -18,6 +18,7 @@ fn core() -> Core {
         // The facade lower-cases correlation header names before handing them over.
         "x-request-id\nopenai-processing-ms",
         250.0,
+        0.1,
         true,
         true,
         "ttft\nitl.p95",

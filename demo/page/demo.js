@@ -132,7 +132,7 @@ const schedule = (now) => {
 
 /** The wait, split into what caused it (all from the record; Server-Timing for the server). */
 function decompose(r) {
-  const st = (name) => (r.serverTiming.find((e) => e.name === name) || {}).dur || 0;
+  const st = (name) => ((r.serverTiming || []).find((e) => e.name === name) || {}).dur || 0;
   const m = r.marks;
   const click = m.interaction == null ? 0 : -m.interaction;
   const queue = st('queue');

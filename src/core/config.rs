@@ -14,6 +14,10 @@ pub struct Budget {
 pub struct Config {
     /// A gap longer than this between visible progress is a stall (DESIGN.md §1).
     pub stall_threshold_ms: f64,
+    /// The page clock's step (performance.now() granularity: 5 µs to 1 ms by engine and
+    /// isolation), measured by the facade at init. Every time read from it is within one step
+    /// of the true time, so it adds to the paint brackets' error (`paintErrorMs`).
+    pub clock_step_ms: f64,
     /// `location.origin` of the page, e.g. `https://chat.example.com`.
     pub page_origin: String,
     /// Cross-origin `traceparent` allowlist: origins (`https://api.example.com`) or URL
@@ -31,6 +35,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             stall_threshold_ms: 250.0,
+            clock_step_ms: 0.0,
             page_origin: String::new(),
             propagate: Vec::new(),
             budgets: Vec::new(),

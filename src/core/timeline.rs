@@ -191,6 +191,10 @@ pub struct Timeline {
     pub itl: LogHistogram,
     pub stalls: Stalls,
     pub server_timing: Vec<ServerTimingEntry>,
+    /// False when the server's timing could not be seen at all (an EventSource whose Resource
+    /// Timing entry never appeared: WebKit creates none): the record's `serverTiming` is then
+    /// `null`, not `[]` (which says the server sent none).
+    pub server_timing_seen: bool,
     pub correlation: Vec<(String, String)>,
     pub user_marks: Vec<(String, f64)>,
     /// What the person saw (issue 3): fed content arrivals and paints once an answer element
@@ -230,6 +234,7 @@ impl Timeline {
             itl: LogHistogram::new(),
             stalls: Stalls::default(),
             server_timing: Vec::new(),
+            server_timing_seen: true,
             correlation: Vec::new(),
             user_marks: Vec::new(),
             paint: PaintTracker::new(start, cfg.stall_threshold_ms),

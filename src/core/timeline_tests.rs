@@ -430,3 +430,39 @@ fn paint_tracking_starts_with_observation() {
     has(&rec, "\"max\":210}");
     has(&rec, "\"firstPaint\":310,");
 }
+
+#[test]
+fn server_timing_that_could_not_be_seen_is_null_not_empty() {
+    let mut s = session(&[]);
+    // Seen and empty: the server sent none.
+    let r = play(&mut s, 0.0, 1.0, &[(2.0, chunk("Hi"))], 3.0, Outcome::Ok);
+    has(&r, "\"serverTiming\":[],");
+    // Unseen (an EventSource without a Resource Timing entry): null, and no ttft split.
+    let h = s.begin("https://chat.example/v1/stream", "GET", 0.0, 0.0, &[4u8; 32]);
+    let tl = s.get(h).unwrap();
+    tl.on_headers(1.0, 200, "text/event-stream", false);
+    tl.on_chunk(2.0, chunk("Hi").as_bytes());
+    tl.server_timing_seen = false;
+    s.end(h, 3.0, Outcome::Ok);
+    let r = &s.take_finished()[0];
+    has(r, "\"serverTiming\":null,");
+    has(r, "\"ttftSplit\":null");
+}
+
+/// `paintErrorMs` is the brackets' half width plus the page clock's step (1 ms in Firefox and
+/// WebKit): a time read from that clock is only known to within one step.
+#[test]
+fn paint_error_adds_the_clock_step() {
+    for (step, want) in [(0.0, "\"paintErrorMs\":0.5,"), (1.0, "\"paintErrorMs\":1.5,")] {
+        let mut s = Session::new(Config { page_origin: "https://chat.example".into(), clock_step_ms: step, ..Config::default() });
+        let h = s.begin("https://chat.example/v1/chat", "POST", 0.0, 0.0, &[5u8; 32]);
+        let tl = s.get(h).unwrap();
+        tl.observe();
+        tl.on_headers(1.0, 200, "text/event-stream", false);
+        tl.on_chunk(10.0, chunk("Hi").as_bytes());
+        s.get(h).unwrap().on_chunk(11.0, b"data: [DONE]\n\n");
+        assert!(!s.end(h, 12.0, Outcome::Ok));
+        assert!(s.paint(h, 20.0, 2, 0.5, ""));
+        has(&s.take_finished()[0], want);
+    }
+}

@@ -146,12 +146,16 @@ export async function errorThenAbort({ query }) {
   const res = await fetch(`/v1/chat/completions?${query}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: CHAT_BODY, signal: c.signal });
   const reader = res.body.getReader();
   const dec = new TextDecoder();
+  const sep = /ndjson/.test(res.headers.get('content-type')) ? '\n' : '\n\n';
   let text = '';
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
     text += dec.decode(value, { stream: true });
-    if (/"type":"error"|"error":\{|event: error|response\.failed/.test(text)) break;
+    // Like the clients' own decoders: act on complete events only (an engine may deliver
+    // an event in two reads).
+    const complete = text.slice(0, text.lastIndexOf(sep) + 1);
+    if (/"type":"error"|"error":[{"]|event: error|response\.failed/.test(complete)) break;
   }
   c.abort();
   const rid = res.headers.get('x-request-id');
