@@ -28,10 +28,18 @@ const waitsForEntry = () => !(globalThis.navigator && /^Apple/.test(navigator.ve
  */
 function resourceEntry(url, since, cb, wait) {
   const pick = (list) => list.find((e) => e.name === url && e.startTime >= since - 1);
-  const now = pick(performance.getEntriesByName(url));
+  // Also called from timers: a missing or throwing Performance Timeline is "no entry".
+  const byName = () => {
+    try {
+      return performance.getEntriesByName(url);
+    } catch {
+      return [];
+    }
+  };
+  const now = pick(byName());
   if (now) return cb(now);
   // Not waiting: one task, for an entry queued right behind the stream's end.
-  if (!wait) return void setTimeout(() => cb(pick(performance.getEntriesByName(url))), 0);
+  if (!wait) return void setTimeout(() => cb(pick(byName())), 0);
   let obs;
   const done = (e) => {
     if (cb) cb(e);
@@ -39,7 +47,7 @@ function resourceEntry(url, since, cb, wait) {
     clearTimeout(timer);
     if (obs) obs.disconnect();
   };
-  const timer = setTimeout(() => done(pick(performance.getEntriesByName(url))), 1000);
+  const timer = setTimeout(() => done(pick(byName())), 1000);
   // An observer also sees entries when the page's resource timing buffer is full.
   try {
     obs = new PerformanceObserver((l) => {

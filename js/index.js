@@ -19,9 +19,18 @@ function warn(message, err) {
   }
 }
 
+/**
+ * 32 random bytes for trace/span/record ids. Where crypto.getRandomValues is missing or throws
+ * (an old or locked-down engine), Math.random: the ids must be unique, not secret (W3C Trace
+ * Context §"trace-id": random, not cryptographically so).
+ */
 function randomBytes() {
   const b = new Uint8Array(32);
-  globalThis.crypto.getRandomValues(b);
+  try {
+    globalThis.crypto.getRandomValues(b);
+  } catch {
+    for (let i = 0; i < b.length; i++) b[i] = (Math.random() * 256) | 0;
+  }
   return b;
 }
 
@@ -162,6 +171,7 @@ export async function init(options) {
 
   const ctx = {
     live: () => state.core,
+    warnOnce: state.warnOnce,
     nativeFetch,
     base: state.base,
     match: makeMatcher(opts, state),

@@ -208,3 +208,65 @@ export async function beacons({ n }) {
   await window.__rum.flush();
   return { ids: window.__records.map((r) => r.id) };
 }
+
+/**
+ * An app's whole day with the SDK, for the fault-injection suite (faults.spec.js): init with a
+ * collector and paint observation, a streamed chat answer rendered into an observed element,
+ * an EventSource answer (and the same with the native class), the page hidden (urgent flush:
+ * sendBeacon, localStorage), flush and shutdown. Returns what the app received and what the
+ * SDK said; it uses no API the faults take away (no TextDecoder: the renderer shows bytes).
+ */
+export async function workload({ id, esQuery }) {
+  const active = await start({ collector: '/plain?status=204', match: ['/v1/'] });
+  const el = document.createElement('div');
+  document.body.append(el);
+  window.__rum.observe(el);
+  const res = await fetch(`/v1/chat/completions?prefill_ms=20&gap_ms=5&tokens=20`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-test-id': id },
+    body: CHAT_BODY,
+  });
+  const reader = res.body.getReader();
+  const parts = [];
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    parts.push(value);
+    el.append('x'.repeat(value.length));
+  }
+  const bytes = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    bytes.set(p, o);
+    o += p.length;
+  }
+  const es = async (Ctor) => (await h.esStream(`/v1/stream?${esQuery}`, { Ctor, record: false })).events.map((e) => [e.type, e.data.replace(/req-\d+/g, 'req-N').replace(/"created":\d+/g, '"created":0')]);
+  const esOurs = await es(window.EventSource);
+  const esNative = await es(window.__NativeES);
+  // The page is hidden: running streams flagged, an urgent flush (sendBeacon, storage).
+  Object.defineProperty(document, 'visibilityState', { value: 'hidden', configurable: true });
+  document.dispatchEvent(new Event('visibilitychange'));
+  delete document.visibilityState;
+  await new Promise((r) => setTimeout(r, 50));
+  let fetchRecord = null;
+  if (active) {
+    try {
+      fetchRecord = await h.waitRecord((r) => r.transport === 'fetch', 4000);
+    } catch {
+      /* reported as null */
+    }
+  }
+  await window.__rum.flush();
+  await window.__rum.shutdown();
+  el.remove();
+  return {
+    active,
+    n: bytes.length,
+    fnv: h.fnv1a64(bytes),
+    esOurs,
+    esNative,
+    fetchRecord,
+    records: window.__records.length,
+    restored: window.fetch === window.__native && window.EventSource === window.__NativeES,
+  };
+}
