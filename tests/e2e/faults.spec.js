@@ -153,3 +153,60 @@ for (const f of FAULTS) {
     expect(errors, 'no console errors').toEqual([]);
   });
 }
+
+// init() never rejects and never leaves the page worse off, whatever the page hands it.
+const INIT_CASES = [
+  {
+    name: 'an options object whose getters throw',
+    setup: `window.__opts = new Proxy({}, { get() { throw new Error('hostile options'); } });`,
+    measured: false,
+    warn: /measurement disabled: init failed/,
+  },
+  { name: 'a collector that is not a URL', setup: `window.__opts = { collector: 'http://[bad' };`, measured: true, warn: /ignoring bad option collector/ },
+  {
+    name: 'a window.fetch that cannot be replaced',
+    setup: `Object.defineProperty(window, 'fetch', { value: window.fetch, writable: false, configurable: false });`,
+    measured: false,
+    warn: /measurement disabled: init failed/,
+  },
+  {
+    name: 'a window.EventSource that is not a class',
+    setup: `{ const ES = window.EventSource; window.EventSource = (...a) => new ES(...a); }`,
+    measured: true,
+    warn: /EventSource not measured/,
+  },
+];
+
+for (const c of INIT_CASES) {
+  test(`init() with ${c.name}: resolves, the page keeps working, one true warning`, async ({ page }) => {
+    const uncaught = [];
+    const console = [];
+    page.on('pageerror', (e) => uncaught.push(String(e)));
+    page.on('console', (m) => console.push({ type: m.type(), text: m.text() }));
+    await page.goto(`${ORIGIN()}/blank.html`);
+    await page.waitForFunction(() => window.llmRum !== undefined);
+    const id = testId('init-case');
+    const out = await page.evaluate(
+      async ({ setup, id }) => {
+        const h = await import('/helpers.js');
+        window.__opts = {};
+        (0, eval)(setup);
+        const rum = await window.llmRum.init(window.__opts);
+        const res = await fetch(`/v1/stream?tokens=10&gap_ms=2&test_id=${id}`);
+        const { bytes } = await h.readAll(res);
+        await new Promise((r) => setTimeout(r, 300));
+        await rum.shutdown();
+        return { active: rum.active, fnv: h.fnv1a64(bytes), fetchIsNative: window.fetch === window.__native };
+      },
+      { setup: c.setup, id },
+    );
+    const t = await truth(id);
+    expect(out.fnv).toBe(t.body_fnv1a64);
+    expect(out.active).toBe(c.measured);
+    expect(out.fetchIsNative, 'after shutdown (or a failed init) the native fetch').toBe(true);
+    expect(uncaught).toEqual([]);
+    const ours = console.filter((m) => m.text.startsWith('llm-rum:'));
+    expect(ours.length, JSON.stringify(ours)).toBe(1);
+    expect(ours[0].text).toMatch(c.warn);
+  });
+}
