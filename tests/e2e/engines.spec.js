@@ -157,11 +157,12 @@ for (const engine of ENGINES) {
       expect(percentile(totalErr, 0.5)).toBeLessThan(tol.lag);
     });
 
-    test('bytes identical through the wrapper; BYOB readers where the engine has them', async () => {
+    test('bytes identical through the wrapper and its clone(); BYOB readers where the engine has them', async () => {
       await fresh({ match: ['/bytes', '/v1/'] });
-      const ids = [testId(`${engine}-bytes`), testId(`${engine}-sse`)];
+      const ids = [testId(`${engine}-bytes`), testId(`${engine}-sse`), testId(`${engine}-clone`)];
       const out = await b.scenario('bytes', { ids });
-      const [tb, ts] = [await truth(ids[0]), await truth(ids[1])];
+      const [tb, ts, tc] = [await truth(ids[0]), await truth(ids[1]), await truth(ids[2])];
+      expect(out.clone).toEqual({ a: tc.body_fnv1a64, b: tc.body_fnv1a64, url: true, type: 'text/event-stream; charset=utf-8' });
       expect(out.binN).toBe(300000);
       expect(out.bin).toBe(tb.body_fnv1a64);
       expect(out.nat).toBe(out.bin);
@@ -192,6 +193,15 @@ for (const engine of ENGINES) {
       const tc = await truth(c);
       expect(tc.client_gone_at_ms).not.toBeNull();
       expect(tc.client_gone_at_ms).toBeLessThan(2000);
+    });
+
+    test('a slow reader keeps backpressure (byte stream or default-stream fallback)', async () => {
+      await fresh({ match: ['/bytes'] });
+      const id = testId(`${engine}-slow`);
+      const out = await b.scenario('slowReader', { id });
+      const t = await truth(id);
+      expect(t.body_bytes).toBeGreaterThan(2 * 1024 * 1024); // plenty was there to read ahead
+      expect([out.chunks, out.bytes, out.outcome]).toEqual([1, out.firstLen, 'aborted']);
     });
 
     test('first paint and render delay: streamed and buffered renderers', async () => {

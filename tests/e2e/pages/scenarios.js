@@ -75,7 +75,12 @@ export async function bytes({ ids }) {
   const sse = await h.readAll(await fetch(`/v1/stream?tokens=50&gap_ms=2&split=1&test_id=${ids[1]}`));
   const nat = await h.readAll(await window.__native(`/bytes?size=300000&chunk=7000&gap_ms=1`));
   const recs = await Promise.all([h.waitRecord((r) => r.url.endsWith('/bytes')), h.waitRecord((r) => r.url.endsWith('/v1/stream'))]);
-  return { bin: h.fnv1a64(bin.bytes), binN: bin.bytes.length, sse: h.fnv1a64(sse.bytes), nat: h.fnv1a64(nat.bytes), recBytes: recs.map((r) => r.bytes) };
+  // clone(): both branches whole, and the clone shows the original's url and headers.
+  const res = await fetch(`/v1/stream?tokens=20&gap_ms=2&test_id=${ids[2]}`);
+  const copy = res.clone();
+  const [a, b] = await Promise.all([h.readAll(res), h.readAll(copy)]);
+  const clone = { a: h.fnv1a64(a.bytes), b: h.fnv1a64(b.bytes), url: copy.url === res.url && copy.url.includes('/v1/stream'), type: copy.headers.get('content-type') };
+  return { bin: h.fnv1a64(bin.bytes), binN: bin.bytes.length, sse: h.fnv1a64(sse.bytes), nat: h.fnv1a64(nat.bytes), recBytes: recs.map((r) => r.bytes), clone };
 }
 
 /** A BYOB reader on the wrapped body where the engine's native body offers one. */
@@ -269,4 +274,15 @@ export async function workload({ id, esQuery }) {
     records: window.__records.length,
     restored: window.fetch === window.__native && window.EventSource === window.__NativeES,
   };
+}
+
+/** A reader that stalls: the wrapper passes on only what the app pulled (no read-ahead). */
+export async function slowReader({ id }) {
+  const res = await fetch(`/bytes?size=${16 * 1024 * 1024}&chunk=65536&gap_ms=0&test_id=${id}`);
+  const reader = res.body.getReader();
+  const first = await reader.read();
+  await new Promise((r) => setTimeout(r, 1000)); // the app stalls; the network keeps delivering
+  await reader.cancel();
+  const rec = await h.waitRecord((r) => r.url.endsWith('/bytes'));
+  return { firstLen: first.value.length, chunks: rec.chunks, bytes: rec.bytes, outcome: rec.outcome };
 }
