@@ -60,7 +60,7 @@ export function makeFetch(ctx) {
     }
     if (!h) return ctx.nativeFetch.call(globalThis, input, init);
     return ctx.nativeFetch.apply(globalThis, args || [input, init]).then(
-      (res) => onResponse(ctx, h, res, measureAny, bytes),
+      (res) => onResponse(ctx, h, res, measureAny, bytes, args),
       (err) => {
         ctx.end(h, outcomeOf(err));
         throw err;
@@ -86,7 +86,25 @@ function withTraceparent(core, h, tp, input, init) {
   return [req];
 }
 
-function onResponse(ctx, h, res, measureAny, bytes) {
+/**
+ * The Request we made (`args`, when a traceparent was added) must live as long as its response:
+ * its signal follows the app's, and WebKit drops that link when the Request is garbage
+ * collected — the app's abort() then no longer reaches the fetch (measured in WebKitGTK 2.50:
+ * `fetch(new Request(url, { signal }))` read on to the end after abort() in half of the runs
+ * once the Request was unreachable; DOM §"abort signal garbage collection"; the same bug in
+ * undici: nodejs/undici#3644). Held by the response and its body, whichever the app keeps.
+ */
+const held = new WeakMap();
+
+function onResponse(ctx, h, res, measureAny, bytes, args) {
+  if (args) {
+    try {
+      held.set(res, args);
+      if (res.body) held.set(res.body, args);
+    } catch {
+      /* not an object: nothing to hold */
+    }
+  }
   const core = ctx.live();
   if (!core) return res;
   try {

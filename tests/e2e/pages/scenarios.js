@@ -113,22 +113,32 @@ export async function byob({ id }) {
   return { nativeByob, fnv, error, outcome: rec.outcome };
 }
 
-/** Abort mid-stream: the app's read rejects with AbortError; the record says aborted. */
-export async function abort({ id }) {
-  const c = new AbortController();
-  const res = await fetch(`/v1/stream?tokens=200&gap_ms=20&test_id=${id}`, { signal: c.signal });
-  const reader = res.body.getReader();
-  await reader.read();
-  await reader.read();
-  c.abort();
-  let err = null;
-  try {
-    for (;;) if ((await reader.read()).done) break;
-  } catch (e) {
-    err = e.name;
+/**
+ * Abort mid-stream: the app's read rejects with AbortError; the record says aborted. Repeated
+ * with garbage made before each abort: the SDK's own Request (carrying the traceparent) must
+ * not lose the app's signal when it is collected (a WebKit bug, see js/fetch.js `held`).
+ */
+export async function abort({ id, times = 6 }) {
+  const out = [];
+  for (let i = 0; i < times; i++) {
+    const before = window.__records.length;
+    const c = new AbortController();
+    const res = await fetch(`/v1/stream?tokens=200&gap_ms=20&test_id=${id}-${i}`, { signal: c.signal });
+    const reader = res.body.getReader();
+    await reader.read();
+    await reader.read();
+    for (let j = 0; j < 20; j++) new Array(1e5).fill(j); // GC pressure
+    c.abort();
+    let err = null;
+    try {
+      for (;;) if ((await reader.read()).done) break;
+    } catch (e) {
+      err = e.name;
+    }
+    const rec = await h.waitRecord((r, k) => k >= before && r.url.endsWith('/v1/stream'));
+    out.push(`${err} ${rec.outcome}`);
   }
-  const rec = await h.waitRecord((r) => r.url.endsWith('/v1/stream'));
-  return { err, outcome: rec.outcome };
+  return out;
 }
 
 /** reader.cancel() from the app: it reaches the server; the record says aborted. */
