@@ -190,6 +190,16 @@ async fn request_inner(
     r
 }
 
+/// The `kind` of every write in a ground-truth record, in order.
+fn kinds(truth: &Value) -> Vec<&str> {
+    truth["writes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["kind"].as_str().unwrap())
+        .collect()
+}
+
 fn contents(truth: &Value) -> Vec<&Value> {
     truth["writes"]
         .as_array()
@@ -269,12 +279,7 @@ async fn scripted_stream_matches_schedule_and_truth() {
         assert_eq!(w["tokens"], 1);
     }
     assert!((t["prefill_ms"].as_f64().unwrap() - 120.0).abs() <= TOL_MS);
-    let kinds: Vec<&str> = t["writes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w["kind"].as_str().unwrap())
-        .collect();
+    let kinds = kinds(&t);
     assert_eq!(kinds[0], "role");
     assert_eq!(kinds[1], "ping", "a ping in the middle of prefill");
     assert_eq!(&kinds[kinds.len() - 3..], ["finish", "usage", "done"]);
@@ -527,12 +532,7 @@ async fn queue_late_headers_failures_and_client_gone() {
         .json();
         assert_eq!(t["outcome"], "client_gone", "{format}");
         assert_eq!(t["content_tokens"], 2, "{format}");
-        let kinds: Vec<&str> = t["writes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|w| w["kind"].as_str().unwrap())
-            .collect();
+        let kinds = kinds(&t);
         assert_eq!(kinds.last(), Some(&"error"), "{format}: {kinds:?}");
     }
     let bad = request(&a, "GET", "/v1/stream?format=text&error_at=2", &[], "").await;

@@ -44,7 +44,7 @@ test.afterAll(() => {
   const old = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : {};
   fs.writeFileSync(file, JSON.stringify({ ...old, ...summary }, null, 1));
 });
-const stat = (xs) => ({ median: +percentile(xs, 0.5).toFixed(2), max: +Math.max(...xs).toFixed(2), n: xs.length });
+const stat = (xs) => ({ median: +percentile(xs, 0.5).toFixed(2), max: +Math.max(...xs).toFixed(2), maxAbs: +Math.max(...xs.map(Math.abs)).toFixed(2), n: xs.length });
 
 for (const engine of ENGINES) {
   test.describe(engine, () => {

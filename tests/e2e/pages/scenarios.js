@@ -51,8 +51,8 @@ export async function start(opts = {}) {
  * record, the app's own read times of content-bearing chunks (offsets from the record's start,
  * with how many content events each completed) and what the app received.
  */
-export async function chat({ query, id }) {
-  const res = await fetch(`/v1/chat/completions?${query}`, {
+export async function chat({ query, id, url = '/v1/chat/completions' }) {
+  const res = await fetch(`${url}?${query}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-test-id': id },
     body: CHAT_BODY,
@@ -63,10 +63,12 @@ export async function chat({ query, id }) {
   const dec = new TextDecoder();
   const reads = [];
   parts.forEach((p, i) => {
-    const n = (dec.decode(p).match(/"content":"[^"]/g) || []).length;
+    // Content-bearing fields of every format's text events (the app's own view).
+    const n = (dec.decode(p).match(/"(content|delta|text|response)":"[^"]/g) || []).length;
     if (n) reads.push({ t: performance.timeOrigin + times[i] - rec.startEpochMs, n });
   });
-  return { rec, reads, chars: h.openAiChars(bytes), fnv: h.fnv1a64(bytes), n: bytes.length };
+  const textChars = [...new TextDecoder().decode(bytes)].length;
+  return { rec, reads, chars: h.openAiChars(bytes), textChars, fnv: h.fnv1a64(bytes), n: bytes.length };
 }
 
 /** Binary and SSE bodies through the wrapper, and the binary one through the native fetch. */
