@@ -255,6 +255,29 @@ export interface RumRecord {
   userStages: Record<string, number>;
 }
 
+/** The v1 beacon the SDK POSTs to `collector` (text/plain;charset=UTF-8), DESIGN.md §3. */
+export interface Beacon {
+  v: 1;
+  /** `llm-rum/<version>`. */
+  sdk: string;
+  /** The tab session's id (16 hex). */
+  session: string;
+  /** The page's path (templated like record URLs). */
+  page: string;
+  /** Why it was sent: timer, manual, online, restore (persisted by an earlier page), hidden, pagehide. */
+  reason: string;
+  /** Records the queue had to drop since the last beacon. */
+  dropped: number;
+  /**
+   * When this beacon was sent: epoch ms (whole), on the same clock as the records'
+   * `startEpochMs` (performance.timeOrigin + now). The collector corrects each record's start
+   * by the client's clock skew (its receive time − sentAt, less a bounded transit). Set anew
+   * on every attempt, retries and restored records included.
+   */
+  sentAt: number;
+  records: RumRecord[];
+}
+
 export interface Rum {
   /** Instrumented fetch: pass to clients that take one (new OpenAI({ fetch: rum.fetch })). */
   fetch: typeof fetch;

@@ -35,6 +35,9 @@ export function makeTransport(live, url, nativeFetch, fail, encode) {
   let timer = 0;
   let keepaliveBytes = 0;
   const page = () => (g.location ? g.location.pathname : '');
+  // `sentAt` is on the records' clock (their startEpochMs is performance.timeOrigin + t), so
+  // the collector's received − sentAt measures exactly the skew of the times it stores.
+  const sentAt = (t) => performance.timeOrigin + t;
   const offline = () => !!nav && nav.onLine === false;
 
   const guard = (f) => {
@@ -98,7 +101,8 @@ export function makeTransport(live, url, nativeFetch, fail, encode) {
     const sends = [];
     guard((core) => {
       for (let i = 0; i < 64; i++) {
-        const payload = core.transport_take(MAX_PAYLOAD, reason, false, page(), performance.now());
+        const t = performance.now();
+        const payload = core.transport_take(MAX_PAYLOAD, reason, false, page(), t, sentAt(t));
         if (payload === undefined) break;
         sends.push(send(payload, core.transport_last_batch()));
       }
@@ -114,7 +118,8 @@ export function makeTransport(live, url, nativeFetch, fail, encode) {
     if (encode) {
       guard((core) => {
         for (let i = 0; i < 64; i++) {
-          const payload = core.transport_take(MAX_PAYLOAD, reason, true, page(), performance.now());
+          const t = performance.now();
+          const payload = core.transport_take(MAX_PAYLOAD, reason, true, page(), t, sentAt(t));
           if (payload === undefined) break;
           send(payload, core.transport_last_batch());
         }
@@ -126,7 +131,7 @@ export function makeTransport(live, url, nativeFetch, fail, encode) {
       let max = MAX_PAYLOAD;
       // transport_due_at() < 0: the queue is empty.
       for (let i = 0; i < 64 && core.transport_due_at() >= 0; i++) {
-        const payload = core.transport_take(max, reason, true, page(), t);
+        const payload = core.transport_take(max, reason, true, page(), t, sentAt(t));
         if (payload !== undefined) {
           const batch = core.transport_last_batch();
           let ok = false;

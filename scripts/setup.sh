@@ -2,9 +2,10 @@
 # Installs what a fresh machine lacks, skipping what is already there:
 # the wasm target, wasm-bindgen-cli at the crate's pinned version, the three engines the tests
 # run in — Chromium + chromedriver, Firefox ESR + geckodriver (crates.io), WebKitGTK's
-# WebKitWebDriver + MiniBrowser with Xvfb (Debian packages) — and the npm dev dependencies
-# (Playwright library, selenium-webdriver, binaryen's wasm-opt).
-# No browser downloads: Playwright drives the system Chromium, W3C WebDriver the others.
+# WebKitWebDriver + MiniBrowser with Xvfb (Debian packages) — nginx (the collector's proxy
+# test), and the npm dev dependencies (Playwright library, selenium-webdriver, binaryen's
+# wasm-opt). No browser downloads: Playwright drives the system Chromium, W3C WebDriver the
+# others.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WB_VERSION=0.2.130
@@ -24,7 +25,8 @@ if ! wasm-bindgen --version 2>/dev/null | grep -q " $WB_VERSION"; then
 fi
 
 # Debian packages: Chromium and its driver; Firefox ESR; WebKitGTK's WebDriver (brings the
-# MiniBrowser it drives); Xvfb + xauth for xvfb-run (MiniBrowser has no headless mode).
+# MiniBrowser it drives); Xvfb + xauth for xvfb-run (MiniBrowser has no headless mode); nginx
+# (the collector's proxy test puts a real one in front of it).
 need=()
 [ -x /usr/bin/chromium ] || need+=(chromium)
 [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
@@ -32,6 +34,7 @@ need=()
 [ -x /usr/bin/WebKitWebDriver ] || need+=(webkit2gtk-driver)
 [ -x /usr/bin/Xvfb ] || need+=(xvfb)
 [ -x /usr/bin/xauth ] || need+=(xauth)
+{ [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1; } || need+=(nginx)
 if [ ${#need[@]} -gt 0 ]; then
   say "installing ${need[*]} from apt"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

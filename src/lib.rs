@@ -237,8 +237,10 @@ pub mod exports {
         }
 
         /// The next payload (≤ `max_bytes`), or undefined; `urgent` ignores the backoff hold.
-        pub fn transport_take(&mut self, max_bytes: u32, reason: &str, urgent: bool, page: &str, t: f64) -> Option<String> {
-            self.session.transport.as_mut()?.take(max_bytes as usize, reason, urgent, page, t)
+        /// `sent_at`: epoch ms on the records' clock (`performance.timeOrigin + t`), the
+        /// beacon's `sentAt`.
+        pub fn transport_take(&mut self, max_bytes: u32, reason: &str, urgent: bool, page: &str, t: f64, sent_at: f64) -> Option<String> {
+            self.session.transport.as_mut()?.take(max_bytes as usize, reason, urgent, page, t, sent_at)
         }
 
         pub fn transport_last_batch(&self) -> u32 {

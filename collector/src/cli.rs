@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 
 use crate::alerts::{parse_budget, Budget};
+use crate::proxy::Cidr;
 use crate::store::Sync;
 
 pub const HELP: &str = "\
@@ -18,9 +19,13 @@ USAGE: llm-rum-collector [OPTIONS]
   --listen ADDR          address to listen on (default 127.0.0.1:4319; port 0 = any free port).
                          Prints `listening on http://ADDR` once ready.
   --db PATH              SQLite database file (default ./llm-rum.db; created if missing)
-  --allow-origin ORIGIN  origin allowed to send beacons cross-origin (repeatable; `*` = any).
-                         Requests without Origin, or from the collector's own origin, always pass.
-  --read-token TOKEN     protect reads (/, /api/*): `Authorization: Bearer TOKEN` or `?token=TOKEN`
+  --allow-origin ORIGIN  origin allowed to send beacons cross-origin (repeatable; `*` = any,
+                         answered without credentials). Requests without Origin, or from the
+                         collector's own origin (--public-url or the listen address), pass.
+  --public-url URL       where people open the dashboard, e.g. https://rum.example.com/ (its
+                         origin is the collector's own, next to the listen address)
+  --read-token TOKEN     protect the API (/api/*): `Authorization: Bearer TOKEN` or `?token=TOKEN`;
+                         open the dashboard as /?token=TOKEN
   --budget 'METRIC pQ<=MS'  a budget, e.g. 'perceivedTtft p95<=1000' (repeatable)
   --alert-window SECS    sliding window of the budget percentile (default 300)
   --sustain SECS         how long a breach must last before the alert fires (default 1800)
@@ -28,9 +33,20 @@ USAGE: llm-rum-collector [OPTIONS]
   --rate-limit N         beacons per second per client IP, burst N (default 100; 0 = off)
   --sync full|normal     commit durability: full survives power loss, normal (WAL) survives a
                          crash or kill -9 of the process (default full)
+  --retain-days N        delete records received more than N days ago (default 30; fractions
+                         allowed; 0 = keep everything)
+  --trusted-proxy CIDR   a reverse proxy whose X-Forwarded-For is believed, for the rate limit
+                         and the logs (repeatable; e.g. 127.0.0.1/32, 10.0.0.0/8)
+  --header-timeout SECS  a request's headers must arrive within this (default 10)
+  --body-timeout SECS    a request's body must arrive within this (default 10)
+  --idle-timeout SECS    an idle keep-alive connection is closed after this (default 60)
+  --max-connections N    open connections at most (default 1024, lowered to fit the open-file
+                         limit); past it, the connection idle the longest makes room
   --config FILE          read options from FILE: one `name value` per line, the flags above
                          without dashes, `#` comments
   --help                 this text
+
+Logs go to stderr (level from RUST_LOG, default info; e.g. RUST_LOG=debug).
 ";
 
 #[derive(Debug, Clone)]
@@ -45,6 +61,15 @@ pub struct Config {
     pub eval_interval_ms: u64,
     pub rate_limit: u32,
     pub sync: Sync,
+    /// The origin (`scheme://host[:port]`) of `--public-url`.
+    pub public_origin: Option<String>,
+    /// 0: keep everything.
+    pub retain_days: f64,
+    pub trusted_proxies: Vec<Cidr>,
+    pub header_timeout_s: f64,
+    pub body_timeout_s: f64,
+    pub idle_timeout_s: f64,
+    pub max_connections: usize,
 }
 
 impl Default for Config {
@@ -60,6 +85,13 @@ impl Default for Config {
             eval_interval_ms: 1000,
             rate_limit: 100,
             sync: Sync::Full,
+            public_origin: None,
+            retain_days: 30.0,
+            trusted_proxies: Vec::new(),
+            header_timeout_s: 10.0,
+            body_timeout_s: 10.0,
+            idle_timeout_s: 60.0,
+            max_connections: 1024,
         }
     }
 }
@@ -146,6 +178,26 @@ fn apply(cfg: &mut Config, name: &str, v: &str) -> Result<(), String> {
                 .parse()
                 .map_err(|_| format!("--rate-limit: bad value {v:?}"))?
         }
+        "public-url" => cfg.public_origin = Some(origin_of(v)?),
+        "retain-days" => {
+            cfg.retain_days = match v.parse::<f64>() {
+                Ok(x) if x.is_finite() && x >= 0.0 => x,
+                _ => {
+                    return Err(format!(
+                        "--retain-days: expected a number of days ≥ 0, got {v:?}"
+                    ))
+                }
+            }
+        }
+        "trusted-proxy" => cfg.trusted_proxies.push(Cidr::parse(v)?),
+        "header-timeout" => cfg.header_timeout_s = secs(v)?,
+        "body-timeout" => cfg.body_timeout_s = secs(v)?,
+        "idle-timeout" => cfg.idle_timeout_s = secs(v)?,
+        "max-connections" => {
+            cfg.max_connections = v.parse().ok().filter(|n| *n > 0).ok_or(format!(
+                "--max-connections: expected a positive number, got {v:?}"
+            ))?
+        }
         "sync" => {
             cfg.sync = match v {
                 "full" => Sync::Full,
@@ -156,4 +208,84 @@ fn apply(cfg: &mut Config, name: &str, v: &str) -> Result<(), String> {
         _ => return Err(format!("unknown option --{name} (see --help)")),
     }
     Ok(())
+}
+
+/// `https://rum.example.com/dash?x` → `https://rum.example.com` (lower-case scheme and host,
+/// the port kept unless it is the scheme's default): how a browser writes the `Origin` header.
+pub fn origin_of(url: &str) -> Result<String, String> {
+    let bad = || format!("--public-url: expected like https://rum.example.com/, got {url:?}");
+    let (scheme, rest) = url.split_once("://").ok_or_else(bad)?;
+    let scheme = scheme.to_ascii_lowercase();
+    if scheme != "http" && scheme != "https" {
+        return Err(bad());
+    }
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if host.is_empty() || host.contains('@') {
+        return Err(bad());
+    }
+    let host = host.to_ascii_lowercase();
+    let default_port = if scheme == "http" { ":80" } else { ":443" };
+    let host = host.strip_suffix(default_port).unwrap_or(&host);
+    Ok(format!("{scheme}://{host}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> Config {
+        let a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        match parse(&a).unwrap() {
+            Parsed::Run(c) => c,
+            Parsed::Help => panic!("help"),
+        }
+    }
+
+    #[test]
+    fn new_flags_parse_and_validate() {
+        let c = run(&[
+            "--public-url",
+            "HTTPS://Rum.Example.com:443/dash?x=1",
+            "--retain-days",
+            "0.5",
+            "--trusted-proxy",
+            "10.0.0.0/8",
+            "--trusted-proxy",
+            "::1",
+            "--header-timeout",
+            "2",
+            "--max-connections",
+            "64",
+        ]);
+        assert_eq!(c.public_origin.as_deref(), Some("https://rum.example.com"));
+        assert_eq!((c.retain_days, c.trusted_proxies.len()), (0.5, 2));
+        assert_eq!((c.header_timeout_s, c.max_connections), (2.0, 64));
+        let d = Config::default();
+        assert_eq!(
+            (
+                d.retain_days,
+                d.header_timeout_s,
+                d.body_timeout_s,
+                d.idle_timeout_s
+            ),
+            (30.0, 10.0, 10.0, 60.0)
+        );
+        for bad in [
+            &["--public-url", "rum.example.com"][..],
+            &["--public-url", "ftp://x"],
+            &["--retain-days", "-1"],
+            &["--trusted-proxy", "10.0.0.0/33"],
+            &["--trusted-proxy", "example.com"],
+            &["--max-connections", "0"],
+            &["--header-timeout", "0"],
+        ] {
+            let a: Vec<String> = bad.iter().map(|s| s.to_string()).collect();
+            assert!(parse(&a).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            origin_of("http://127.0.0.1:4319/").unwrap(),
+            "http://127.0.0.1:4319"
+        );
+        assert_eq!(origin_of("http://h:80").unwrap(), "http://h");
+    }
 }

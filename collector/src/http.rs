@@ -1,14 +1,14 @@
 //! HTTP surface: routes, CORS, rate limiting, read-token check, handlers.
 //!
 //! Owner of status codes. Ingest answers: 200 stored (after the commit), 400 bad beacon,
-//! 403 origin not allowed, 413 too big, 429 rate limited (+ Retry-After), 503 storage failed.
-//! Every ingest answer to an allowed origin carries the CORS headers, errors included, so an
-//! SDK using `fetch` can read why it was refused.
+//! 403 origin not allowed, 408 body too slow, 413 too big, 429 rate limited (+ Retry-After),
+//! 503 storage failed. Every ingest answer to an allowed origin carries the CORS headers,
+//! errors included, so an SDK using `fetch` can read why it was refused.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, Query, Request, State};
@@ -23,8 +23,12 @@ use serde_json::{json, Value};
 
 use crate::alerts::{Engine, Source};
 use crate::cli::Config;
+use crate::clock::{self, now_ms};
+use crate::counters::{add, Counters};
 use crate::ingest::{self, MAX_BODY};
+use crate::log::Every;
 use crate::query::{self, Filter};
+use crate::serve::Registry;
 use crate::store::Store;
 
 pub struct AppState {
@@ -34,16 +38,38 @@ pub struct AppState {
     /// the writer).
     pub reader: Mutex<Connection>,
     pub engine: Mutex<Engine>,
+    pub counters: Arc<Counters>,
+    pub connections: Arc<Registry>,
+    /// Origins the collector itself is served on (`--public-url`, the listen address): a
+    /// browser on them posts same-origin. Never derived from the request's `Host`, which the
+    /// page's own DNS decides (DNS rebinding).
+    pub own_origins: Vec<String>,
     limiter: Mutex<Limiter>,
 }
 
 impl AppState {
-    pub fn new(cfg: Config, store: Store, reader: Connection, engine: Engine) -> AppState {
+    pub fn new(
+        cfg: Config,
+        store: Store,
+        reader: Connection,
+        engine: Engine,
+        counters: Arc<Counters>,
+        connections: Arc<Registry>,
+        addr: SocketAddr,
+    ) -> AppState {
+        let mut own = vec![format!("http://{addr}")];
+        if addr.ip().is_loopback() {
+            own.push(format!("http://localhost:{}", addr.port()));
+        }
+        own.extend(cfg.public_origin.clone());
         AppState {
             cfg,
             store,
             reader: Mutex::new(reader),
             engine: Mutex::new(engine),
+            counters,
+            connections,
+            own_origins: own,
             limiter: Mutex::new(Limiter::default()),
         }
     }
@@ -53,7 +79,6 @@ pub type Shared = Arc<AppState>;
 
 pub fn router(state: Shared) -> Router {
     let reads = Router::new()
-        .route("/", get(dashboard))
         .route("/api/summary", get(summary))
         .route("/api/timeseries", get(timeseries))
         .route("/api/histogram", get(histogram))
@@ -61,16 +86,30 @@ pub fn router(state: Shared) -> Router {
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     Router::new()
         .route("/v1/rum", post(ingest).options(preflight))
-        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/healthz", get(healthz))
+        // The dashboard's page, code and style hold no data, so no token: the page takes
+        // `?token=` from its address (or this tab's session) and sends it with every API call.
+        .route("/", get(dashboard))
+        .route(
+            "/dashboard.js",
+            get(|| asset("text/javascript; charset=utf-8", crate::dashboard::JS)),
+        )
+        .route(
+            "/dashboard.css",
+            get(|| asset("text/css; charset=utf-8", crate::dashboard::CSS)),
+        )
         .merge(reads)
+        .layer(middleware::map_response(nosniff))
         .with_state(state)
 }
 
-pub fn now_ms() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as f64)
-        .unwrap_or(0.0)
+/// Every answer: its content type is the only way to read it.
+async fn nosniff(mut r: Response) -> Response {
+    r.headers_mut().insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    r
 }
 
 fn err(status: StatusCode, msg: impl Into<String>) -> Response {
@@ -95,47 +134,68 @@ fn json_ok(v: Value) -> Response {
 
 // ---------- CORS ----------
 
-/// `Ok(Some(origin))`: allowed cross-origin caller (echo it); `Ok(None)`: no Origin or our own
-/// origin (no CORS headers needed); `Err`: a foreign origin not on the allowlist.
-fn check_origin(cfg: &Config, h: &HeaderMap) -> Result<Option<HeaderValue>, String> {
+/// How to answer a caller's `Origin`.
+enum Cors {
+    /// No Origin (curl, a server), or the collector's own: no CORS headers needed.
+    None,
+    /// `--allow-origin '*'`: any origin, answered `*` and never with credentials (which would
+    /// grant any page, `null` ones included, a credentialed read). Beacons need none: the SDK's
+    /// fetch sends no cookies cross-origin and its text/plain sendBeacon is a no-cors request.
+    Any,
+    /// A listed origin, echoed exactly (credentialed callers are allowed for listed origins).
+    Exact(HeaderValue),
+}
+
+/// `Err`: a foreign origin not on the allowlist.
+fn check_origin(s: &AppState, h: &HeaderMap) -> Result<Cors, String> {
     let Some(o) = h.get(header::ORIGIN) else {
-        return Ok(None);
+        return Ok(Cors::None);
     };
     let os = o.to_str().unwrap_or("");
-    if cfg.allow_origins.iter().any(|a| a == "*" || a == os) {
-        return Ok(Some(o.clone()));
+    // Browsers send Origin on same-origin POSTs too. Our origin is the one we are served on,
+    // never `http://` + the Host header: a rebound DNS name makes those two agree for any page.
+    if s.own_origins.iter().any(|a| a == os) {
+        return Ok(Cors::None);
     }
-    // Browsers send Origin on same-origin POSTs too: the collector's own pages are allowed.
-    if let Some(host) = h.get(header::HOST).and_then(|v| v.to_str().ok()) {
-        if os == format!("http://{host}") || os == format!("https://{host}") {
-            return Ok(None);
-        }
+    if s.cfg.allow_origins.iter().any(|a| a == os) {
+        return Ok(Cors::Exact(o.clone()));
+    }
+    if s.cfg.allow_origins.iter().any(|a| a == "*") {
+        return Ok(Cors::Any);
     }
     Err(format!(
         "origin {os:?} is not allowed (start the collector with --allow-origin {os})"
     ))
 }
 
-fn with_cors(mut r: Response, origin: &Option<HeaderValue>) -> Response {
-    if let Some(o) = origin {
-        let h = r.headers_mut();
-        // The exact origin, never `*`: sendBeacon sends credentials, and `*` is refused then.
-        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, o.clone());
-        h.insert(
-            header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
-            HeaderValue::from_static("true"),
-        );
-        h.insert(
-            header::ACCESS_CONTROL_EXPOSE_HEADERS,
-            HeaderValue::from_static("retry-after"),
-        );
-        h.append(header::VARY, HeaderValue::from_static("origin"));
+fn with_cors(mut r: Response, cors: &Cors) -> Response {
+    let h = r.headers_mut();
+    match cors {
+        Cors::None => return r,
+        Cors::Any => {
+            h.insert(
+                header::ACCESS_CONTROL_ALLOW_ORIGIN,
+                HeaderValue::from_static("*"),
+            );
+        }
+        Cors::Exact(o) => {
+            h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, o.clone());
+            h.insert(
+                header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+                HeaderValue::from_static("true"),
+            );
+            h.append(header::VARY, HeaderValue::from_static("origin"));
+        }
     }
+    h.insert(
+        header::ACCESS_CONTROL_EXPOSE_HEADERS,
+        HeaderValue::from_static("retry-after"),
+    );
     r
 }
 
 async fn preflight(State(s): State<Shared>, h: HeaderMap) -> Response {
-    match check_origin(&s.cfg, &h) {
+    match check_origin(&s, &h) {
         Err(e) => err(StatusCode::FORBIDDEN, e),
         Ok(origin) => {
             let mut r = StatusCode::NO_CONTENT.into_response();
@@ -189,28 +249,46 @@ impl Limiter {
 
 // ---------- ingest ----------
 
+static INVALID_LOG: Every = Every::new(Duration::from_secs(10));
+static LIMIT_LOG: Every = Every::new(Duration::from_secs(10));
+static BODY_LOG: Every = Every::new(Duration::from_secs(10));
+
 async fn ingest(
     State(s): State<Shared>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     h: HeaderMap,
     body: Body,
 ) -> Response {
-    let origin = match check_origin(&s.cfg, &h) {
+    let cors = match check_origin(&s, &h) {
         Ok(o) => o,
-        Err(e) => return err(StatusCode::FORBIDDEN, e),
+        Err(e) => {
+            add(&s.counters.beacons_origin_refused, 1);
+            return err(StatusCode::FORBIDDEN, e);
+        }
     };
-    let r = ingest_inner(&s, peer, &h, body).await;
-    with_cors(r, &origin)
+    // The client behind trusted proxies (`--trusted-proxy`), else the TCP peer.
+    let xff = h
+        .get_all("x-forwarded-for")
+        .into_iter()
+        .filter_map(|v| v.to_str().ok());
+    let client = crate::proxy::client_ip(peer.ip(), xff, &s.cfg.trusted_proxies);
+    let r = ingest_inner(&s, client, &h, body).await;
+    with_cors(r, &cors)
 }
 
-async fn ingest_inner(s: &AppState, peer: SocketAddr, h: &HeaderMap, body: Body) -> Response {
+async fn ingest_inner(s: &AppState, client: IpAddr, h: &HeaderMap, body: Body) -> Response {
+    let c = &s.counters;
     if s.cfg.rate_limit > 0 {
         let res = s.limiter.lock().unwrap_or_else(|e| e.into_inner()).take(
-            peer.ip(),
+            client,
             s.cfg.rate_limit,
             Instant::now(),
         );
         if let Err(after) = res {
+            add(&c.beacons_rate_limited, 1);
+            if let Some(n) = LIMIT_LOG.hit() {
+                tracing::warn!(refused = n, last_client = %client, "rate limit: beacons answered 429");
+            }
             let mut r = err(
                 StatusCode::TOO_MANY_REQUESTS,
                 format!("rate limit: {} beacons/s per client", s.cfg.rate_limit),
@@ -221,6 +299,7 @@ async fn ingest_inner(s: &AppState, peer: SocketAddr, h: &HeaderMap, body: Body)
         }
     }
     let too_big = || {
+        add(&c.beacons_too_large, 1);
         err(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!("body over {MAX_BODY} bytes (split the batch)"),
@@ -233,24 +312,84 @@ async fn ingest_inner(s: &AppState, peer: SocketAddr, h: &HeaderMap, body: Body)
     if declared.is_some_and(|n| n > MAX_BODY as u64) {
         return too_big();
     }
-    // The limit also covers chunked bodies without a Content-Length.
-    let bytes: Bytes = match axum::body::to_bytes(body, MAX_BODY).await {
-        Ok(b) => b,
-        Err(_) => return too_big(),
-    };
-    // Parsed as JSON whatever the content type: the SDK sends text/plain to avoid a preflight.
-    let beacon = match ingest::decode(&bytes) {
-        Ok(b) => b,
-        Err(e) => return err(StatusCode::BAD_REQUEST, e),
-    };
-    match s
-        .store
-        .write(beacon, Some(peer.ip().to_string()), now_ms() as i64)
+    // The limit also covers chunked bodies without a Content-Length; the timeout, bodies that
+    // trickle in (or stop) to hold the connection.
+    let timeout = Duration::from_secs_f64(s.cfg.body_timeout_s);
+    let bytes: Bytes = match tokio::time::timeout(timeout, axum::body::to_bytes(body, MAX_BODY))
         .await
     {
-        Ok(st) => json_ok(json!({"stored": st.stored, "duplicates": st.duplicates})),
+        Ok(Ok(b)) => b,
+        Ok(Err(_)) => return too_big(),
+        Err(_) => {
+            add(&c.beacons_body_timeout, 1);
+            if let Some(n) = BODY_LOG.hit() {
+                tracing::warn!(closed = n, timeout_s = s.cfg.body_timeout_s, last_client = %client,
+                    "closed connections whose request body did not arrive in time");
+            }
+            let mut r = err(
+                StatusCode::REQUEST_TIMEOUT,
+                format!("body not received within {} s", s.cfg.body_timeout_s),
+            );
+            r.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return r;
+        }
+    };
+    // Parsed as JSON whatever the content type: the SDK sends text/plain to avoid a preflight.
+    let mut beacon = match ingest::decode(&bytes) {
+        Ok(b) => b,
+        Err(e) => {
+            add(&c.beacons_invalid, 1);
+            if let Some(n) = INVALID_LOG.hit() {
+                tracing::info!(refused = n, last_client = %client, last_error = %e, "invalid beacons answered 400");
+            }
+            return err(StatusCode::BAD_REQUEST, e);
+        }
+    };
+    let received = now_ms();
+    let admitted = clock::admit(&mut beacon, received);
+    add(&c.records_refused_too_old, admitted.too_old as u64);
+    add(&c.records_refused_future, admitted.future as u64);
+    match s
+        .store
+        .write(beacon, Some(client.to_string()), received as i64, admitted)
+        .await
+    {
+        Ok(st) => {
+            tracing::debug!(%client, stored = st.stored, duplicates = st.duplicates, refused = admitted.refused(), skew_ms = admitted.skew_ms, "beacon");
+            json_ok(json!({
+                "stored": st.stored,
+                "duplicates": st.duplicates,
+                "refused": {"tooOld": admitted.too_old, "future": admitted.future},
+            }))
+        }
         Err(e) => err(StatusCode::SERVICE_UNAVAILABLE, e),
     }
+}
+
+async fn healthz(State(s): State<Shared>) -> Response {
+    let writer = s.store.health();
+    let body = json!({
+        "status": if writer.is_ok() { "ok" } else { "failing" },
+        "writer": writer.as_ref().err().map_or("ok", |e| e.as_str()),
+        "connections": s.connections.open(),
+        "counters": s.counters.json(),
+        "logLinesDropped": crate::log::DROPPED.load(std::sync::atomic::Ordering::Relaxed),
+    });
+    let status = if writer.is_ok() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (
+        status,
+        [
+            (header::CONTENT_TYPE, "application/json"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        body.to_string(),
+    )
+        .into_response()
 }
 
 // ---------- reads ----------
@@ -457,8 +596,23 @@ async fn dashboard() -> Response {
         [
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),
             (header::CACHE_CONTROL, "no-store"),
+            (header::CONTENT_SECURITY_POLICY, crate::dashboard::CSP),
+            // The page's URL may hold ?token= until its script moves it out: never send it on.
+            (header::REFERRER_POLICY, "no-referrer"),
+            (header::X_FRAME_OPTIONS, "DENY"),
         ],
         crate::dashboard::HTML,
+    )
+        .into_response()
+}
+
+async fn asset(content_type: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        body,
     )
         .into_response()
 }
@@ -479,7 +633,7 @@ impl Source for DbSource<'_> {
             ..Default::default()
         };
         query::values(self.0, &f, expr).unwrap_or_else(|e| {
-            eprintln!("llm-rum-collector: alert query failed: {e}");
+            tracing::error!(error = %e, "alert query failed");
             Vec::new()
         })
     }
@@ -515,10 +669,7 @@ pub async fn alert_loop(s: Shared) {
                     }
                 });
                 if let Some(a) = a {
-                    eprintln!(
-                        "llm-rum-collector: alert {} {} ({}: {:.0})",
-                        a.id, a.state, a.budget, a.value
-                    );
+                    tracing::warn!(id = a.id, state = a.state, budget = %a.budget, value = a.value.round(), "alert");
                 }
             }
         })

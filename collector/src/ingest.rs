@@ -2,11 +2,15 @@
 //!
 //! Owner of "what input is acceptable". The rule is all-or-nothing: one bad record rejects the
 //! whole beacon with a message naming the field, so a 4xx always means nothing was stored and the
-//! SDK (or whoever sent it) can see why. Unknown fields are ignored (forward compatible) but kept
-//! in the stored raw JSON. This code must never panic on any input: it only uses checked
+//! SDK (or whoever sent it) can see why. Unknown fields are ignored (forward compatible); a
+//! bounded part of them is kept in the stored raw JSON (`raw`). Names that become keys pass
+//! through `keys::safe_key`; counts are clamped to `MAX_COUNT` so no sum can overflow; times
+//! are bounded by `MAX_MS`. This code must never panic on any input: it only uses checked
 //! accessors on `serde_json::Value`, whose parser bounds nesting depth (no stack overflow).
 
 use serde_json::{Map, Value};
+
+use crate::keys::safe_key;
 
 /// Largest accepted body. The SDK splits payloads at 60 KiB; 64 KiB is the browsers'
 /// keepalive/sendBeacon quota, so nothing legitimate is bigger.
@@ -17,6 +21,15 @@ pub const MAX_RECORDS: usize = 500;
 const MAX_ID: usize = 128;
 const MAX_STR: usize = 2048;
 const MAX_STAGES: usize = 64;
+/// Server-Timing names are ≤ 64 bytes; percent-encoding can triple that.
+const MAX_STAGE_NAME: usize = 64;
+/// Routes and pages as keys (a longer path is not a route anyone groups by).
+const MAX_ROUTE: usize = 512;
+/// Counts (`dropped`, stall counts) are clamped here: the SDK counts in u32, and a sum of
+/// clamped counts over every row a database can hold stays far from i64 overflow.
+pub const MAX_COUNT: u64 = u32::MAX as u64;
+/// Durations and marks: 30 days (an EventSource can stay open long; nothing measured is longer).
+pub const MAX_MS: f64 = 30.0 * 24.0 * 3600.0 * 1000.0;
 
 /// Marks stored as columns, in this order (`interaction` may be negative: it precedes `start`).
 pub const MARKS: [&str; 8] = [
@@ -61,7 +74,7 @@ pub struct Row {
     pub marks: [Option<f64>; 8],
     /// Server-Timing stages with a duration; repeated names are summed.
     pub stages: Vec<(String, f64)>,
-    /// The record as received (compact JSON), unknown fields included.
+    /// The record as received (compact JSON), bounded (see `raw`).
     pub raw: String,
 }
 
@@ -70,7 +83,9 @@ pub struct Beacon {
     pub sdk: Option<String>,
     pub session: Option<String>,
     pub page: Option<String>,
-    /// Records the SDK had to drop (queue full) since its last beacon.
+    /// When the SDK sent the beacon (epoch ms, the client's clock; see `clock`).
+    pub sent_at: Option<f64>,
+    /// Records the SDK had to drop (queue full) since its last beacon (clamped to MAX_COUNT).
     pub dropped: u64,
     pub records: Vec<Row>,
 }
@@ -94,14 +109,15 @@ pub fn decode(body: &[u8]) -> Result<Beacon, String> {
     }
     let sdk = opt_str(obj, "sdk", MAX_STR, "")?;
     let session = opt_str(obj, "session", MAX_ID, "")?;
-    let page = opt_str(obj, "page", MAX_STR, "")?;
-    let dropped = match obj.get("dropped") {
-        None | Some(Value::Null) => 0,
-        Some(Value::Number(n)) => n
-            .as_u64()
-            .ok_or("dropped: must be a non-negative integer")?,
-        Some(_) => return Err("dropped: must be a non-negative integer".into()),
+    let page = opt_str(obj, "page", MAX_STR, "")?.map(|p| safe_key(&p, MAX_ROUTE));
+    let sent_at = match obj.get("sentAt") {
+        None | Some(Value::Null) => None,
+        Some(v) => match finite(v, "", "sentAt")? {
+            Some(x) if x >= 0.0 => Some(x),
+            _ => return Err("sentAt: must be a number ≥ 0 (epoch ms)".into()),
+        },
     };
+    let dropped = count(obj.get("dropped"), "dropped")?.unwrap_or(0);
     let recs = match obj.get("records") {
         Some(Value::Array(a)) => a,
         Some(_) => return Err("records: must be an array".into()),
@@ -119,26 +135,30 @@ pub fn decode(body: &[u8]) -> Result<Beacon, String> {
         let o = r
             .as_object()
             .ok_or_else(|| format!("records[{i}]: must be an object"))?;
-        records.push(decode_record(o, r, &at)?);
+        records.push(decode_record(o, &at)?);
     }
     Ok(Beacon {
         sdk,
         session,
         page,
+        sent_at,
         dropped,
         records,
     })
 }
 
-fn decode_record(o: &Map<String, Value>, whole: &Value, at: &str) -> Result<Row, String> {
+fn decode_record(o: &Map<String, Value>, at: &str) -> Result<Row, String> {
     let id = req_str(o, "id", MAX_ID, at)?;
     if id.is_empty() {
         return Err(format!("{at}id: must not be empty"));
     }
+    // An epoch time, not a duration: `clock::admit` decides whether it is plausible.
     let start_ms = match o.get("startEpochMs") {
-        Some(v) => {
-            time(v, at, "startEpochMs")?.ok_or_else(|| format!("{at}startEpochMs: required"))?
-        }
+        Some(v) => match finite(v, at, "startEpochMs")? {
+            Some(x) if x >= 0.0 => x,
+            Some(x) => return Err(format!("{at}startEpochMs: must not be negative (got {x})")),
+            None => return Err(format!("{at}startEpochMs: required")),
+        },
         None => return Err(format!("{at}startEpochMs: required")),
     };
     let outcome = req_str(o, "outcome", 32, at)?;
@@ -148,7 +168,7 @@ fn decode_record(o: &Map<String, Value>, whole: &Value, at: &str) -> Result<Row,
         ));
     }
     let url = opt_str(o, "url", MAX_STR, at)?;
-    let route = url.as_deref().map(route_of);
+    let route = url.as_deref().map(|u| safe_key(&route_of(u), MAX_ROUTE));
     let status = match o.get("status") {
         None | Some(Value::Null) => None,
         Some(Value::Number(n)) => match n.as_i64() {
@@ -170,14 +190,7 @@ fn decode_record(o: &Map<String, Value>, whole: &Value, at: &str) -> Result<Row,
             Some(v) => time(v, at, &format!("{parent}.{k}")),
         };
     let sub_n = |m: Option<&Map<String, Value>>, k: &str| -> Result<Option<i64>, String> {
-        match m.and_then(|m| m.get(k)) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(n)) => match n.as_u64() {
-                Some(x) if x <= i64::MAX as u64 => Ok(Some(x as i64)),
-                _ => Err(format!("{at}stalls.{k}: must be a non-negative integer")),
-            },
-            Some(_) => Err(format!("{at}stalls.{k}: must be a non-negative integer")),
-        }
+        Ok(count(m.and_then(|m| m.get(k)), &format!("{at}stalls.{k}"))?.map(|x| x as i64))
     };
     let marks_obj = sub(o, "marks", at)?;
     let mut marks = [None; 8];
@@ -185,7 +198,14 @@ fn decode_record(o: &Map<String, Value>, whole: &Value, at: &str) -> Result<Row,
         if let Some(v) = marks_obj.and_then(|m| m.get(name)) {
             *slot = if name == "interaction" {
                 // Before `start`, so a negative offset is the normal case.
-                finite(v, at, "marks.interaction")?
+                match finite(v, at, "marks.interaction")? {
+                    Some(x) if x.abs() > MAX_MS => {
+                        return Err(format!(
+                            "{at}marks.interaction: must be within {MAX_MS} ms of start"
+                        ))
+                    }
+                    x => x,
+                }
             } else {
                 time(v, at, &format!("marks.{name}"))?
             };
@@ -200,7 +220,9 @@ fn decode_record(o: &Map<String, Value>, whole: &Value, at: &str) -> Result<Row,
                     .as_object()
                     .ok_or_else(|| format!("{at}serverTiming[{j}]: must be an object"))?;
                 let name = match e.get("name") {
-                    Some(Value::String(s)) if s.len() <= 64 => s.clone(),
+                    Some(Value::String(s)) if s.len() <= MAX_STAGE_NAME => {
+                        safe_key(s, 3 * MAX_STAGE_NAME)
+                    }
                     _ => {
                         return Err(format!(
                             "{at}serverTiming[{j}].name: must be a string (≤ 64 bytes)"
@@ -213,7 +235,7 @@ fn decode_record(o: &Map<String, Value>, whole: &Value, at: &str) -> Result<Row,
                 };
                 if let Some(d) = dur {
                     if let Some(s) = stages.iter_mut().find(|(n, _)| *n == name) {
-                        s.1 += d;
+                        s.1 = (s.1 + d).min(MAX_MS);
                     } else if stages.len() < MAX_STAGES {
                         stages.push((name, d));
                     }
@@ -226,10 +248,10 @@ fn decode_record(o: &Map<String, Value>, whole: &Value, at: &str) -> Result<Row,
         start_ms,
         url,
         route,
-        method: opt_str(o, "method", 16, at)?,
+        method: opt_str(o, "method", 16, at)?.map(|m| safe_key(&m, 48)),
         status,
-        model: opt_str(o, "model", 256, at)?,
-        format: opt_str(o, "format", 32, at)?,
+        model: opt_str(o, "model", 256, at)?.map(|m| safe_key(&m, 256)),
+        format: opt_str(o, "format", 32, at)?.map(|f| safe_key(&f, 96)),
         ttft: t("ttft")?,
         ttfp: t("ttfp")?,
         perceived_ttft: t("perceivedTtft")?,
@@ -248,7 +270,7 @@ fn decode_record(o: &Map<String, Value>, whole: &Value, at: &str) -> Result<Row,
         hidden: opt_bool(o, "hidden", at)?,
         marks,
         stages,
-        raw: whole.to_string(),
+        raw: crate::raw::bounded(o),
         outcome,
         id,
     })
@@ -287,11 +309,28 @@ fn sub<'a>(
     }
 }
 
-/// A time or duration: null, or a finite number ≥ 0.
+/// A duration or mark: null, or a finite number in [0, MAX_MS].
 fn time(v: &Value, at: &str, k: &str) -> Result<Option<f64>, String> {
     match finite(v, at, k)? {
         Some(x) if x < 0.0 => Err(format!("{at}{k}: must not be negative (got {x})")),
+        Some(x) if x > MAX_MS => Err(format!(
+            "{at}{k}: must be at most {MAX_MS} ms (30 days), got {x}"
+        )),
         x => Ok(x),
+    }
+}
+
+/// A count: null, or a non-negative integer, clamped to MAX_COUNT.
+fn count(v: Option<&Value>, k: &str) -> Result<Option<u64>, String> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match (n.as_u64(), n.as_f64()) {
+            (Some(x), _) => Ok(Some(x.min(MAX_COUNT))),
+            // Beyond u64 (1e30): still a count, just a huge one.
+            (None, Some(f)) if f.is_finite() && f >= 0.0 && f.fract() == 0.0 => Ok(Some(MAX_COUNT)),
+            _ => Err(format!("{k}: must be a non-negative integer")),
+        },
+        Some(_) => Err(format!("{k}: must be a non-negative integer")),
     }
 }
 
@@ -454,6 +493,63 @@ mod tests {
         assert_eq!(d.dropped, 4);
     }
 
+    #[test]
+    fn keys_counts_and_times_are_bounded() {
+        let mut b = beacon(vec![record("r1")]);
+        b["dropped"] = json!(u64::MAX);
+        b["sentAt"] = json!(1_700_000_000_500.0_f64);
+        b["page"] = json!("/chat/<b>");
+        let r = &mut b["records"][0];
+        r["stalls"]["network"] = json!(i64::MAX);
+        r["stalls"]["render"] = json!(1e30);
+        r["url"] = json!("https://h/v1/<script>alert(1)</script>?q");
+        r["model"] = json!("gpt\"><svg onload=x>");
+        r["serverTiming"][0]["name"] = json!("<img src=x onerror=alert(1)>");
+        let d = decode(b.to_string().as_bytes()).unwrap();
+        assert_eq!(
+            (d.dropped, d.sent_at),
+            (MAX_COUNT, Some(1_700_000_000_500.0))
+        );
+        assert_eq!(d.page.as_deref(), Some("/chat/%3Cb%3E"));
+        let r = &d.records[0];
+        assert_eq!(
+            (r.stalls_network, r.stalls_render),
+            (Some(MAX_COUNT as i64), Some(MAX_COUNT as i64))
+        );
+        assert_eq!(
+            r.route.as_deref(),
+            Some("/v1/%3Cscript%3Ealert%281%29%3C/script%3E")
+        );
+        assert_eq!(r.model.as_deref(), Some("gpt%22%3E%3Csvg%20onload=x%3E"));
+        assert_eq!(r.stages[0].0, "%3Cimg%20src=x%20onerror=alert%281%29%3E");
+        // Times: up to 30 days; an epoch start is not a duration.
+        let mut b = beacon(vec![record("r1")]);
+        b["records"][0]["total"] = json!(MAX_MS);
+        assert!(decode(b.to_string().as_bytes()).is_ok());
+        b["records"][0]["total"] = json!(1e308);
+        assert!(decode(b.to_string().as_bytes())
+            .unwrap_err()
+            .contains("records[0].total: must be at most"));
+        let mut b = beacon(vec![record("r1")]);
+        b["records"][0]["marks"]["interaction"] = json!(-1e308);
+        assert!(decode(b.to_string().as_bytes())
+            .unwrap_err()
+            .contains("marks.interaction"));
+        let mut b = beacon(vec![record("r1")]);
+        b["records"][0]["startEpochMs"] = json!(1e308);
+        assert!(
+            decode(b.to_string().as_bytes()).is_ok(),
+            "refused later, by clock::admit"
+        );
+        for bad in [json!(-1), json!("1"), json!(true)] {
+            let mut b = beacon(vec![]);
+            b["sentAt"] = bad;
+            assert!(decode(b.to_string().as_bytes())
+                .unwrap_err()
+                .contains("sentAt"));
+        }
+    }
+
     /// xorshift64*: a tiny deterministic PRNG so failures reproduce.
     struct Rng(u64);
     impl Rng {
@@ -468,9 +564,16 @@ mod tests {
         }
     }
 
+    fn is_key(s: &str) -> bool {
+        s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~/:@+,;=%".contains(&b))
+    }
+
     /// Accepted rows always satisfy the contract the store and queries rely on.
     fn check_invariants(b: &Beacon) {
         assert!(b.records.len() <= MAX_RECORDS);
+        assert!(b.dropped <= MAX_COUNT);
+        assert!(b.page.as_deref().is_none_or(is_key));
         for r in &b.records {
             assert!(!r.id.is_empty() && r.start_ms.is_finite() && r.start_ms >= 0.0);
             for x in [
@@ -484,14 +587,35 @@ mod tests {
                 r.itl_p95,
                 r.itl_max,
                 r.render_delay_p95,
+                r.stalls_total_ms,
             ]
             .into_iter()
             .flatten()
             {
-                assert!(x.is_finite() && x >= 0.0);
+                assert!(x.is_finite() && (0.0..=MAX_MS).contains(&x));
             }
-            assert!(r.marks.iter().flatten().all(|m| m.is_finite()));
-            assert!(r.stages.iter().all(|(_, d)| d.is_finite() && *d >= 0.0));
+            assert!(r
+                .marks
+                .iter()
+                .flatten()
+                .all(|m| m.is_finite() && m.abs() <= MAX_MS));
+            assert!(r
+                .stages
+                .iter()
+                .all(|(n, d)| d.is_finite() && *d >= 0.0 && *d <= MAX_MS && is_key(n)));
+            for c in [r.stalls_count, r.stalls_network, r.stalls_render]
+                .into_iter()
+                .flatten()
+            {
+                assert!((0..=MAX_COUNT as i64).contains(&c));
+            }
+            for k in [&r.route, &r.model, &r.format, &r.method]
+                .into_iter()
+                .flatten()
+            {
+                assert!(is_key(k), "{k}");
+            }
+            assert!(r.raw.len() <= crate::raw::RAW_MAX);
         }
     }
 

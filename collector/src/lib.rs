@@ -2,21 +2,37 @@
 //! queries, evaluates budgets into alerts, and serves a dashboard.
 //!
 //! Modules, one owner each: `cli` (flags and config file), `ingest` (decode/validate beacons),
-//! `store` (schema, the group-committing writer), `query` (summary/timeseries), `alerts`
-//! (budget engine, pure), `dashboard` (the embedded page), `http` (routes, CORS, limits),
-//! `client` (a minimal HTTP/1.1 client for the tests and the load generator).
+//! `keys` (the safe character set of names that become keys), `raw` (what is kept of a record
+//! as received), `clock` (client clock skew, the accepted time window), `proxy` (the client
+//! behind trusted proxies), `store` (the group-committing writer, its health), `schema`
+//! (tables and migrations), `retention` (bounded deletes, incremental vacuum), `query`
+//! (summary/timeseries), `alerts` (budget engine, pure), `dashboard` (the embedded page),
+//! `http` (routes, CORS, rate limit, security headers), `serve` (connections: accept loop,
+//! cap, timeouts), `counters` (what was refused or closed, and why), `log` (logging that
+//! cannot stop the collector), `client` (a minimal HTTP/1.1 client for the tests and the load
+//! generator).
 
 pub mod alerts;
 pub mod cli;
 pub mod client;
+pub mod clock;
+pub mod counters;
 pub mod dashboard;
 pub mod http;
 pub mod ingest;
+pub mod keys;
+pub mod log;
+pub mod proxy;
 pub mod query;
+pub mod raw;
+pub mod retention;
+pub mod schema;
+pub mod serve;
 pub mod store;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 
@@ -26,9 +42,19 @@ pub struct Running {
     pub state: http::Shared,
 }
 
-/// Opens the store, binds, and starts serving and evaluating alerts on the current runtime.
+/// Opens the store, binds, and starts serving, evaluating alerts and ticking the writer's
+/// maintenance on the current runtime.
 pub async fn start(cfg: cli::Config) -> Result<Running, String> {
-    let st = store::Store::open(&cfg.db, cfg.sync)?;
+    let counters = Arc::new(counters::Counters::default());
+    let retain_ms = (cfg.retain_days > 0.0).then_some(cfg.retain_days * 86_400_000.0);
+    let st = store::Store::open(
+        &cfg.db,
+        cfg.sync,
+        store::WriterConfig {
+            retain_ms,
+            counters: counters.clone(),
+        },
+    )?;
     let reader = store::open_reader(&cfg.db).map_err(|e| format!("open reader: {e}"))?;
     let engine = alerts::Engine::new(
         cfg.budgets.clone(),
@@ -39,18 +65,45 @@ pub async fn start(cfg: cli::Config) -> Result<Running, String> {
         .await
         .map_err(|e| format!("listen {}: {e}", cfg.listen))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let state = Arc::new(http::AppState::new(cfg, st, reader, engine));
-    let app = http::router(state.clone());
+    let limits = serve::Limits {
+        header: Duration::from_secs_f64(cfg.header_timeout_s),
+        idle: Duration::from_secs_f64(cfg.idle_timeout_s),
+        max_connections: serve::fit_to_fd_limit(cfg.max_connections),
+    };
+    tracing::info!(
+        %addr,
+        db = %cfg.db.display(),
+        max_connections = limits.max_connections,
+        header_timeout_s = cfg.header_timeout_s,
+        body_timeout_s = cfg.body_timeout_s,
+        idle_timeout_s = cfg.idle_timeout_s,
+        retain_days = cfg.retain_days,
+        trusted_proxies = cfg.trusted_proxies.len(),
+        "collector starting"
+    );
+    let registry = Arc::new(serve::Registry::new(limits, counters.clone()));
+    let state = Arc::new(http::AppState::new(
+        cfg,
+        st,
+        reader,
+        engine,
+        counters,
+        registry.clone(),
+        addr,
+    ));
+    tokio::spawn(serve::serve(
+        listener,
+        http::router(state.clone()),
+        registry,
+    ));
+    tokio::spawn(http::alert_loop(state.clone()));
+    let store = state.store.clone();
     tokio::spawn(async move {
-        if let Err(e) = axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .await
-        {
-            eprintln!("llm-rum-collector: server error: {e}");
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            store.tick();
         }
     });
-    tokio::spawn(http::alert_loop(state.clone()));
     Ok(Running { addr, state })
 }

@@ -4,19 +4,23 @@ use std::io::Write;
 
 use llm_rum_collector::cli;
 
+/// A fatal message. Not `eprintln!`, which panics when stderr cannot be written.
+fn fatal(code: i32, msg: &str) -> ! {
+    let _ = writeln!(std::io::stderr(), "llm-rum-collector: {msg}");
+    std::process::exit(code);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let cfg = match cli::parse(&args) {
         Ok(cli::Parsed::Help) => {
-            print!("{}", cli::HELP);
+            let _ = std::io::stdout().write_all(cli::HELP.as_bytes());
             return;
         }
         Ok(cli::Parsed::Run(c)) => c,
-        Err(e) => {
-            eprintln!("llm-rum-collector: {e}");
-            std::process::exit(2);
-        }
+        Err(e) => fatal(2, &e),
     };
+    llm_rum_collector::log::init();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -24,14 +28,13 @@ fn main() {
     rt.block_on(async move {
         let running = match llm_rum_collector::start(cfg).await {
             Ok(r) => r,
-            Err(e) => {
-                eprintln!("llm-rum-collector: {e}");
-                std::process::exit(1);
-            }
+            Err(e) => fatal(1, &e),
         };
         // Tests and scripts parse this exact line to learn the port.
-        println!("listening on http://{}", running.addr);
-        let _ = std::io::stdout().flush();
+        let mut out = std::io::stdout();
+        let _ = writeln!(out, "listening on http://{}", running.addr);
+        let _ = out.flush();
+        tracing::info!(addr = %running.addr, "listening");
         // Every acknowledged beacon is already committed, so stopping needs no drain.
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .expect("signal");

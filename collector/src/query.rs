@@ -177,11 +177,13 @@ pub fn summary(c: &Connection, f: &Filter) -> rusqlite::Result<Value> {
             outcomes.insert(o, n.into());
         }
     }
+    // Sums of values from beacons are TOTAL() (a float, never an integer overflow: a stored
+    // i64::MAX once made every later SUM fail); counts are clamped at ingest anyway.
     let agg = format!(
         "SELECT COUNT(*), \
            SUM(stalls_count IS NOT NULL), SUM(stalls_count > 0), \
            SUM(buffered IS NOT NULL), SUM(buffered = 1), \
-           COALESCE(SUM(stalls_network), 0), COALESCE(SUM(stalls_render), 0), \
+           TOTAL(stalls_network), TOTAL(stalls_render), \
            SUM(hidden = 1) \
          FROM records WHERE {w}"
     );
@@ -194,8 +196,8 @@ pub fn summary(c: &Connection, f: &Filter) -> rusqlite::Result<Value> {
                     r.get::<_, Option<i64>>(2)?.unwrap_or(0),
                     r.get::<_, Option<i64>>(3)?.unwrap_or(0),
                     r.get::<_, Option<i64>>(4)?.unwrap_or(0),
-                    r.get::<_, i64>(5)?,
-                    r.get::<_, i64>(6)?,
+                    r.get::<_, f64>(5)?,
+                    r.get::<_, f64>(6)?,
                     r.get::<_, Option<i64>>(7)?.unwrap_or(0),
                 ))
             })?;
@@ -211,8 +213,8 @@ pub fn summary(c: &Connection, f: &Filter) -> rusqlite::Result<Value> {
         .map(|(n, m, k)| json!({"stage": n, "median": m, "count": k, "server": n.starts_with("server:")}))
         .collect();
     // Beacons are filtered by arrival time (they have no start time of their own).
-    let dropped: i64 = {
-        let mut q = "SELECT COALESCE(SUM(dropped),0) FROM beacons WHERE 1=1".to_string();
+    let (dropped, too_old, future): (f64, f64, f64) = {
+        let mut q = "SELECT TOTAL(dropped), TOTAL(refused_old), TOTAL(refused_future) FROM beacons WHERE 1=1".to_string();
         let mut bp: Vec<f64> = Vec::new();
         if let Some(fr) = f.from {
             q += " AND received_ms >= ?";
@@ -223,7 +225,9 @@ pub fn summary(c: &Connection, f: &Filter) -> rusqlite::Result<Value> {
             bp.push(t);
         }
         c.prepare_cached(&q)?
-            .query_row(rusqlite::params_from_iter(bp.iter()), |r| r.get(0))?
+            .query_row(rusqlite::params_from_iter(bp.iter()), |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?
     };
     Ok(json!({
         "count": count,
@@ -232,11 +236,21 @@ pub fn summary(c: &Connection, f: &Filter) -> rusqlite::Result<Value> {
         "stallRate": rate(stalled, stall_n),
         "bufferedRate": rate(buffered, buf_n),
         "hiddenCount": hidden,
-        "stallCauses": {"network": net, "render": render},
+        "stallCauses": {"network": total_json(net), "render": total_json(render)},
         "stages": stages,
-        "dropped": dropped,
+        "dropped": total_json(dropped),
+        "refused": {"tooOld": total_json(too_old), "future": total_json(future)},
         "percentiles": "exact nearest-rank: value at rank ceil(q*n) of the sorted window",
     }))
+}
+
+/// A TOTAL() of counts as JSON: an integer while exact (below 2^53), else the float.
+fn total_json(x: f64) -> Value {
+    if x.fract() == 0.0 && x.abs() < 9_007_199_254_740_992.0 {
+        json!(x as i64)
+    } else {
+        json!(x)
+    }
 }
 
 /// `/api/timeseries`: the q-percentile of `expr` per bucket of `bucket_ms` (by startEpochMs).

@@ -1,85 +1,28 @@
-//! SQLite storage: the schema, the single writer, and read connections.
+//! SQLite storage: the single writer, its health, and read connections (the schema is
+//! `schema`'s, retention's batches `retention`'s).
 //!
 //! Owner of "a 2xx means stored". One writer thread owns the only write connection; HTTP
 //! handlers hand it their validated rows over a channel and wait for a reply that is sent only
 //! after the transaction holding those rows has committed. Concurrent beacons are grouped into
 //! one transaction (group commit), which is what makes ≥ 10k records/s possible with a durable
 //! commit: the cost of the commit is shared by every beacon waiting on it.
+//!
+//! Between commits, on a 1 s tick, the writer does its maintenance: a retention batch when one
+//! is due, and a probe write when it has not committed for a while or its last commit failed,
+//! so `health()` (and `/healthz`) says whether a commit would succeed now.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use rusqlite::{params_from_iter, Connection, OpenFlags, ToSql};
+use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::clock::Admitted;
+use crate::counters::{add, Counters};
 use crate::ingest::{Beacon, Row};
-
-pub const SCHEMA: &str = r#"
-CREATE TABLE IF NOT EXISTS beacons (
-  id           INTEGER PRIMARY KEY,
-  received_ms  INTEGER NOT NULL,
-  client       TEXT,
-  sdk          TEXT,
-  session      TEXT,
-  page         TEXT,
-  records      INTEGER NOT NULL,
-  dropped      INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS beacons_received ON beacons(received_ms);
-
-CREATE TABLE IF NOT EXISTS records (
-  id               TEXT PRIMARY KEY,
-  received_ms      INTEGER NOT NULL,
-  start_ms         REAL NOT NULL,
-  session          TEXT,
-  page             TEXT,
-  url              TEXT,
-  route            TEXT,
-  method           TEXT,
-  status           INTEGER,
-  model            TEXT,
-  outcome          TEXT NOT NULL,
-  format           TEXT,
-  ttft             REAL,
-  ttfp             REAL,
-  perceived_ttft   REAL,
-  total            REAL,
-  perceived_total  REAL,
-  tpot             REAL,
-  itl_p50          REAL,
-  itl_p95          REAL,
-  itl_max          REAL,
-  render_delay_p95 REAL,
-  stalls_count     INTEGER,
-  stalls_network   INTEGER,
-  stalls_render    INTEGER,
-  stalls_total_ms  REAL,
-  buffered         INTEGER,
-  hidden           INTEGER,
-  m_interaction    REAL,
-  m_headers        REAL,
-  m_first_byte     REAL,
-  m_first_token    REAL,
-  m_first_paint    REAL,
-  m_last_token     REAL,
-  m_last_paint     REAL,
-  m_end            REAL,
-  raw              TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS records_start    ON records(start_ms);
-CREATE INDEX IF NOT EXISTS records_received ON records(received_ms);
-CREATE INDEX IF NOT EXISTS records_route    ON records(route, start_ms);
-CREATE INDEX IF NOT EXISTS records_model    ON records(model, start_ms);
-CREATE INDEX IF NOT EXISTS records_outcome  ON records(outcome, start_ms);
-
-CREATE TABLE IF NOT EXISTS stages (
-  record_id TEXT NOT NULL,
-  name      TEXT NOT NULL,
-  dur       REAL NOT NULL,
-  PRIMARY KEY (record_id, name)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS stages_name ON stages(name);
-"#;
+use crate::retention;
 
 /// Record columns in insert order (after `id`, `received_ms`).
 const COLS: [&str; 36] = [
@@ -141,19 +84,41 @@ struct Job {
     received_ms: i64,
     client: Option<String>,
     beacon: Beacon,
+    admitted: Admitted,
     reply: oneshot::Sender<Result<Stored, String>>,
 }
+
+enum Msg {
+    Write(Job),
+    /// Once a second: maintenance (retention, health probe).
+    Tick,
+}
+
+/// `None`: the last commit (or probe) succeeded; `Some(why)`: it failed.
+type Health = Arc<Mutex<Option<String>>>;
 
 /// Handle to the writer thread; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
-    tx: mpsc::Sender<Job>,
+    tx: mpsc::Sender<Msg>,
     path: PathBuf,
+    health: Health,
+}
+
+/// The writer's settings beyond the connection.
+pub struct WriterConfig {
+    /// Delete what was received longer ago than this; None = keep everything.
+    pub retain_ms: Option<f64>,
+    pub counters: Arc<Counters>,
 }
 
 pub fn open_conn(path: &Path, sync: Sync) -> rusqlite::Result<Connection> {
     let c = Connection::open(path)?;
-    c.busy_timeout(Duration::from_secs(10))?;
+    // Only the writer writes; anyone else holding the lock (a backup, the sqlite3 shell) gets
+    // 5 s, then the beacon is answered 503 and retried by the SDK.
+    c.busy_timeout(Duration::from_secs(5))?;
+    // Before any table exists (a no-op on existing databases; `schema::migrate` converts those).
+    c.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
     c.pragma_update(None, "journal_mode", "WAL")?;
     c.pragma_update(
         None,
@@ -175,20 +140,23 @@ pub fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
 }
 
 impl Store {
-    /// Creates the schema and starts the writer thread.
-    pub fn open(path: &Path, sync: Sync) -> Result<Store, String> {
-        let conn = open_conn(path, sync).map_err(|e| format!("open {}: {e}", path.display()))?;
-        conn.execute_batch(SCHEMA)
-            .map_err(|e| format!("schema: {e}"))?;
+    /// Brings the schema up to date and starts the writer thread.
+    pub fn open(path: &Path, sync: Sync, wc: WriterConfig) -> Result<Store, String> {
+        let mut conn =
+            open_conn(path, sync).map_err(|e| format!("open {}: {e}", path.display()))?;
+        crate::schema::migrate(&mut conn)?;
         // Bounded: when the disk cannot keep up, handlers wait here (backpressure), not in RAM.
-        let (tx, rx) = mpsc::channel::<Job>(4096);
+        let (tx, rx) = mpsc::channel::<Msg>(4096);
+        let health: Health = Arc::default();
+        let h = health.clone();
         std::thread::Builder::new()
             .name("rum-writer".into())
-            .spawn(move || writer(conn, rx))
+            .spawn(move || Writer::new(conn, wc, h).run(rx))
             .map_err(|e| e.to_string())?;
         Ok(Store {
             tx,
             path: path.to_path_buf(),
+            health,
         })
     }
 
@@ -202,52 +170,235 @@ impl Store {
         beacon: Beacon,
         client: Option<String>,
         received_ms: i64,
+        admitted: Admitted,
     ) -> Result<Stored, String> {
         let (reply, rx) = oneshot::channel();
         self.tx
-            .send(Job {
+            .send(Msg::Write(Job {
                 received_ms,
                 client,
                 beacon,
+                admitted,
                 reply,
-            })
+            }))
             .await
             .map_err(|_| "writer stopped".to_string())?;
         rx.await.map_err(|_| "writer stopped".to_string())?
+    }
+
+    /// Asks the writer for its maintenance round (called once a second). Never waits: when
+    /// the queue is full the writer is busy enough, and the next tick comes.
+    pub fn tick(&self) {
+        let _ = self.tx.try_send(Msg::Tick);
+    }
+
+    /// Ok when the writer runs and its last commit succeeded.
+    pub fn health(&self) -> Result<(), String> {
+        if self.tx.is_closed() {
+            return Err("the writer thread stopped".into());
+        }
+        match &*self.health.lock().unwrap_or_else(|e| e.into_inner()) {
+            None => Ok(()),
+            Some(e) => Err(e.clone()),
+        }
     }
 }
 
 /// Records per transaction at most: bounds the latency added to the first beacon of a group.
 const GROUP_RECORDS: usize = 20_000;
 
-fn writer(mut conn: Connection, mut rx: mpsc::Receiver<Job>) {
-    let mut batch: Vec<Job> = Vec::new();
-    while let Some(first) = rx.blocking_recv() {
-        let mut n = first.beacon.records.len();
-        batch.push(first);
-        // Whatever queued up while the previous commit ran joins this transaction.
-        while n < GROUP_RECORDS {
-            match rx.try_recv() {
-                Ok(j) => {
-                    n += j.beacon.records.len();
-                    batch.push(j);
+/// Without a commit for this long, a tick probes that one would succeed.
+const PROBE_AFTER: Duration = Duration::from_secs(10);
+
+struct Writer {
+    conn: Connection,
+    wc: WriterConfig,
+    health: Health,
+    last_ok: Instant,
+    /// When the next retention pass starts; `pass` while one is under way.
+    retention_due: Instant,
+    pass: Option<Pass>,
+}
+
+/// One retention pass: batches until a batch is not full, then a vacuum step.
+#[derive(Default)]
+struct Pass {
+    started: Option<Instant>,
+    cutoff_ms: i64,
+    records: usize,
+    beacons: usize,
+    batches: usize,
+    slowest_ms: f64,
+}
+
+impl Writer {
+    fn new(conn: Connection, wc: WriterConfig, health: Health) -> Writer {
+        Writer {
+            conn,
+            wc,
+            health,
+            last_ok: Instant::now(),
+            retention_due: Instant::now(),
+            pass: None,
+        }
+    }
+
+    fn run(mut self, mut rx: mpsc::Receiver<Msg>) {
+        let mut batch: Vec<Job> = Vec::new();
+        loop {
+            // A retention pass under way continues whenever no beacon is waiting.
+            let msg = if self.pass.is_some() {
+                match rx.try_recv() {
+                    Ok(m) => m,
+                    Err(TryRecvError::Empty) => {
+                        self.retention_batch();
+                        continue;
+                    }
+                    Err(TryRecvError::Disconnected) => return,
                 }
-                Err(_) => break,
+            } else {
+                match rx.blocking_recv() {
+                    Some(m) => m,
+                    None => return,
+                }
+            };
+            let first = match msg {
+                Msg::Tick => {
+                    self.tick();
+                    continue;
+                }
+                Msg::Write(j) => j,
+            };
+            let mut n = first.beacon.records.len();
+            let mut tick = false;
+            batch.push(first);
+            // Whatever queued up while the previous commit ran joins this transaction.
+            while n < GROUP_RECORDS {
+                match rx.try_recv() {
+                    Ok(Msg::Write(j)) => {
+                        n += j.beacon.records.len();
+                        batch.push(j);
+                    }
+                    Ok(Msg::Tick) => tick = true,
+                    Err(_) => break,
+                }
+            }
+            let result = write_batch(&mut self.conn, &batch);
+            self.record(result.as_ref().map(|_| ()).map_err(|e| e.to_string()));
+            let c = &self.wc.counters;
+            match result {
+                Ok(results) => {
+                    for (job, r) in batch.drain(..).zip(results) {
+                        add(&c.beacons_stored, 1);
+                        add(&c.records_stored, r.stored as u64);
+                        add(&c.records_duplicate, r.duplicates as u64);
+                        let _ = job.reply.send(Ok(r));
+                    }
+                }
+                Err(e) => {
+                    let msg = format!("storage error: {e}");
+                    for job in batch.drain(..) {
+                        add(&c.beacons_storage_failed, 1);
+                        let _ = job.reply.send(Err(msg.clone()));
+                    }
+                }
+            }
+            if tick {
+                self.tick();
             }
         }
-        match write_batch(&mut conn, &batch) {
-            Ok(results) => {
-                for (job, r) in batch.drain(..).zip(results) {
-                    let _ = job.reply.send(Ok(r));
+    }
+
+    /// Notes a commit's outcome: health, and a log line when it changes.
+    fn record(&mut self, r: Result<(), String>) {
+        let mut h = self.health.lock().unwrap_or_else(|e| e.into_inner());
+        match r {
+            Ok(()) => {
+                self.last_ok = Instant::now();
+                if h.take().is_some() {
+                    tracing::info!("storage recovered: commits succeed again");
                 }
             }
             Err(e) => {
-                let msg = format!("storage error: {e}");
-                eprintln!("llm-rum-collector: {msg}");
-                for job in batch.drain(..) {
-                    let _ = job.reply.send(Err(msg.clone()));
+                if h.is_none() {
+                    tracing::error!(error = %e, "storage error: beacons are answered 503 until a commit succeeds");
+                }
+                *h = Some(format!("storage error: {e}"));
+            }
+        }
+    }
+
+    fn tick(&mut self) {
+        let failing = self
+            .health
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some();
+        if failing || self.last_ok.elapsed() >= PROBE_AFTER {
+            let r = self
+                .conn
+                .execute(
+                    "INSERT INTO meta(key, value) VALUES ('probe', ?1) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    [crate::clock::now_ms() as i64],
+                )
+                .map(|_| ())
+                .map_err(|e| e.to_string());
+            self.record(r);
+        }
+        if let Some(retain) = self.wc.retain_ms {
+            if self.pass.is_none() && Instant::now() >= self.retention_due {
+                // Checked every tenth of the retention period (at most a minute apart), so
+                // nothing outlives it by more than ~10 %.
+                let every = Duration::from_secs_f64((retain / 10_000.0).clamp(1.0, 60.0));
+                self.retention_due = Instant::now() + every;
+                self.pass = Some(Pass {
+                    cutoff_ms: (crate::clock::now_ms() - retain) as i64,
+                    ..Pass::default()
+                });
+                self.retention_batch();
+            }
+        }
+    }
+
+    fn retention_batch(&mut self) {
+        let Some(p) = self.pass.as_mut() else { return };
+        let t = Instant::now();
+        p.started.get_or_insert(t);
+        let cutoff = p.cutoff_ms;
+        let r = retention::delete_batch(&mut self.conn, cutoff, retention::BATCH);
+        let p = self.pass.as_mut().expect("pass");
+        match r {
+            Ok(d) => {
+                p.records += d.records;
+                p.beacons += d.beacons;
+                p.batches += 1;
+                p.slowest_ms = p.slowest_ms.max(t.elapsed().as_secs_f64() * 1000.0);
+                add(
+                    &self.wc.counters.retention_records_deleted,
+                    d.records as u64,
+                );
+                if d.full(retention::BATCH) {
+                    return; // more next time no beacon waits
                 }
             }
+            Err(e) => tracing::error!(error = %e, "retention: delete failed (retried next pass)"),
+        }
+        let p = self.pass.take().expect("pass");
+        let pages = retention::vacuum_step(&self.conn).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "retention: incremental vacuum failed");
+            0
+        });
+        add(&self.wc.counters.retention_pages_vacuumed, pages as u64);
+        if p.records + p.beacons > 0 || pages > 0 {
+            tracing::info!(
+                records = p.records,
+                beacons = p.beacons,
+                batches = p.batches,
+                slowest_batch_ms = p.slowest_ms.round(),
+                pages_vacuumed = pages,
+                total_ms = p.started.map_or(0, |s| s.elapsed().as_millis() as u64),
+                "retention pass"
+            );
         }
     }
 }
@@ -275,7 +426,8 @@ fn write_batch(conn: &mut Connection, batch: &[Job]) -> rusqlite::Result<Vec<Sto
         let mut ins_st =
             tx.prepare_cached("INSERT OR REPLACE INTO stages(record_id,name,dur) VALUES(?,?,?)")?;
         let mut ins_b = tx.prepare_cached(
-            "INSERT INTO beacons(received_ms,client,sdk,session,page,records,dropped) VALUES(?,?,?,?,?,?,?)",
+            "INSERT INTO beacons(received_ms,client,sdk,session,page,records,dropped,sent_ms,skew_ms,refused_old,refused_future) \
+             VALUES(?,?,?,?,?,?,?,?,?,?,?)",
         )?;
         for job in batch {
             let b = &job.beacon;
@@ -299,7 +451,11 @@ fn write_batch(conn: &mut Connection, batch: &[Job]) -> rusqlite::Result<Vec<Sto
                 b.session,
                 b.page,
                 b.records.len() as i64,
-                b.dropped.min(i64::MAX as u64) as i64
+                b.dropped as i64,
+                b.sent_at,
+                job.admitted.skew_ms,
+                job.admitted.too_old,
+                job.admitted.future
             ])?;
             out.push(st);
         }

@@ -16,7 +16,7 @@ async fn start(cfg: Config) -> std::net::SocketAddr {
 async fn bad_input_gets_a_clear_4xx_and_nothing_is_stored() {
     let dir = TempDir::new("bad");
     let addr = start(config(&dir.db())).await;
-    let good = beacon(vec![record("r1", 1.7e12, 100.0)]);
+    let good = beacon(vec![record("r1", recent(), 100.0)]);
     let mutate = |f: &dyn Fn(&mut Value)| {
         let mut b = good.clone();
         f(&mut b);
@@ -76,7 +76,7 @@ async fn bad_input_gets_a_clear_4xx_and_nothing_is_stored() {
         (
             "one bad of two",
             mutate(
-                &|b| b["records"] = json!([record("ok1", 1.7e12, 1.0), {"id": "bad", "outcome": "ok", "startEpochMs": -1}]),
+                &|b| b["records"] = json!([record("ok1", recent(), 1.0), {"id": "bad", "outcome": "ok", "startEpochMs": -1}]),
             ),
             400,
             "records[1].startEpochMs",
@@ -120,7 +120,7 @@ async fn bad_input_gets_a_clear_4xx_and_nothing_is_stored() {
 async fn unknown_fields_are_ignored_and_dropped_is_stored() {
     let dir = TempDir::new("unknown");
     let addr = start(config(&dir.db())).await;
-    let mut b = beacon(vec![record("r1", 1.7e12, 100.0)]);
+    let mut b = beacon(vec![record("r1", recent(), 100.0)]);
     b["futureTopLevel"] = json!({"x": [1, 2, 3]});
     b["dropped"] = json!(7);
     b["records"][0]["futureMetric"] = json!({"deep": true});
@@ -167,7 +167,7 @@ async fn rate_limit_answers_429_with_retry_after() {
     for i in 0..6 {
         let r = post(
             addr,
-            beacon(vec![record(&format!("r{i}"), 1.7e12, 1.0)])
+            beacon(vec![record(&format!("r{i}"), recent(), 1.0)])
                 .to_string()
                 .as_bytes(),
             &[],
@@ -199,7 +199,7 @@ async fn cors_echoes_allowed_origins_and_answers_preflights() {
         ..config(&dir.db())
     })
     .await;
-    let body = beacon(vec![record("c1", 1.7e12, 1.0)]).to_string();
+    let body = beacon(vec![record("c1", recent(), 1.0)]).to_string();
     let r = post(addr, body.as_bytes(), &[("origin", "http://app.test:8080")]).await;
     assert_eq!(r.status, 200);
     assert_eq!(
@@ -242,7 +242,7 @@ async fn cors_echoes_allowed_origins_and_answers_preflights() {
         Some("content-type")
     );
     // Another origin: refused, nothing stored, no CORS grant.
-    let other = beacon(vec![record("c2", 1.7e12, 1.0)]).to_string();
+    let other = beacon(vec![record("c2", recent(), 1.0)]).to_string();
     let r = post(addr, other.as_bytes(), &[("origin", "http://evil.test")]).await;
     assert_eq!(r.status, 403);
     assert_eq!(r.header("access-control-allow-origin"), None);
@@ -263,7 +263,7 @@ async fn cors_echoes_allowed_origins_and_answers_preflights() {
     let own = format!("http://{addr}");
     let r = post(
         addr,
-        beacon(vec![record("c3", 1.7e12, 1.0)])
+        beacon(vec![record("c3", recent(), 1.0)])
             .to_string()
             .as_bytes(),
         &[("origin", &own)],
@@ -272,7 +272,7 @@ async fn cors_echoes_allowed_origins_and_answers_preflights() {
     assert_eq!(r.status, 200);
     let r = post(
         addr,
-        beacon(vec![record("c4", 1.7e12, 1.0)])
+        beacon(vec![record("c4", recent(), 1.0)])
             .to_string()
             .as_bytes(),
         &[],
@@ -288,8 +288,8 @@ async fn dedupe_by_id_keeps_the_complete_record() {
     let addr = start(config(&dir.db())).await;
     // The same beacon twice (a retry): stored once.
     let b = beacon(vec![
-        record("d1", 1.7e12, 100.0),
-        record("d2", 1.7e12, 200.0),
+        record("d1", recent(), 100.0),
+        record("d2", recent(), 200.0),
     ])
     .to_string();
     let r1 = post(addr, b.as_bytes(), &[]).await.json();
@@ -305,11 +305,11 @@ async fn dedupe_by_id_keeps_the_complete_record() {
     assert_eq!(stored_count(&dir.db()), 2);
 
     // partial, then the completed version (same id): the complete one is kept.
-    let mut partial = record("p1", 1.7e12, 100.0);
+    let mut partial = record("p1", recent(), 100.0);
     partial["outcome"] = json!("partial");
     partial["total"] = json!(null);
     partial["marks"]["lastToken"] = json!(300);
-    let complete = record("p1", 1.7e12, 100.0);
+    let complete = record("p1", recent(), 100.0);
     post(
         addr,
         beacon(vec![partial.clone()]).to_string().as_bytes(),
@@ -340,7 +340,11 @@ async fn dedupe_by_id_keeps_the_complete_record() {
     assert_eq!((outcome.as_str(), total, stages), ("ok", 600.0, 2));
     assert_eq!(stored_count(&dir.db()), 3);
     // Duplicates inside one beacon: stored once as well.
-    let b = beacon(vec![record("d3", 1.7e12, 1.0), record("d3", 1.7e12, 1.0)]).to_string();
+    let b = beacon(vec![
+        record("d3", recent(), 1.0),
+        record("d3", recent(), 1.0),
+    ])
+    .to_string();
     let r = post(addr, b.as_bytes(), &[]).await.json();
     assert_eq!(
         (r["stored"].as_u64(), r["duplicates"].as_u64()),
@@ -356,12 +360,9 @@ async fn reads_need_the_token_when_configured() {
         ..config(&dir.db())
     })
     .await;
-    for path in [
-        "/",
-        "/api/summary",
-        "/api/alerts",
-        "/api/timeseries?metric=ttft",
-    ] {
+    // The page itself holds no data (it takes the token from its address): served to anyone.
+    assert_eq!(get(addr, "/").await.status, 200);
+    for path in ["/api/summary", "/api/alerts", "/api/timeseries?metric=ttft"] {
         assert_eq!(get(addr, path).await.status, 401, "{path}");
         let sep = if path.contains('?') { '&' } else { '?' };
         assert_eq!(
@@ -388,7 +389,7 @@ async fn reads_need_the_token_when_configured() {
     // Ingest never needs it (browsers cannot hold a secret).
     let r = post(
         addr,
-        beacon(vec![record("t1", 1.7e12, 1.0)])
+        beacon(vec![record("t1", recent(), 1.0)])
             .to_string()
             .as_bytes(),
         &[],
@@ -397,21 +398,32 @@ async fn reads_need_the_token_when_configured() {
     assert_eq!(r.status, 200);
     let html = get(addr, "/?token=s3cret").await.text();
     assert!(
-        html.contains("<svg") || html.contains("svg"),
+        html.contains("src=\"/dashboard.js\""),
+        "the page loads its script from the collector"
+    );
+    // The script and style hold no data: served without the token.
+    let js = get(addr, "/dashboard.js").await;
+    let css = get(addr, "/dashboard.css").await;
+    assert_eq!((js.status, css.status), (200, 200));
+    assert!(
+        js.text().contains("createElementNS"),
         "the dashboard draws SVG"
     );
-    for external in [
-        "src=\"http",
-        "href=\"http",
-        "@import",
-        "url(http",
-        "<link",
-        "fetch(\"http",
-    ] {
-        assert!(
-            !html.contains(external),
-            "no external resources ({external})"
-        );
+    for text in [&html, &js.text(), &css.text()] {
+        for external in [
+            "src=\"http",
+            "href=\"http",
+            "src=\"//",
+            "href=\"//",
+            "@import",
+            "url(http",
+            "fetch(\"http",
+        ] {
+            assert!(
+                !text.contains(external),
+                "no external resources ({external})"
+            );
+        }
     }
 }
 
@@ -437,7 +449,9 @@ fn nearest_rank(mut v: Vec<f64>, q: f64) -> f64 {
 async fn summary_percentiles_match_exact_values() {
     let dir = TempDir::new("summary");
     let addr = start(config(&dir.db())).await;
-    let t0 = 1_699_999_980_000.0; // a multiple of 60 s: buckets are aligned to the epoch
+    // An hour ago, on a multiple of 60 s (buckets are aligned to the epoch); records must start
+    // within the last 24 h to be accepted.
+    let t0 = (now_ms() / 60_000.0).floor() * 60_000.0 - 3_600_000.0;
     let mut seed = 12345u64;
     let mut rnd = || {
         seed ^= seed << 13;

@@ -260,7 +260,7 @@ fn hidden_page_queues_partials_that_the_final_record_supersedes() {
     s.get(h).unwrap().on_chunk(100.0, chunk("Hi").as_bytes());
     s.snapshot_running(150.0);
     let tr = s.transport.as_mut().unwrap();
-    let p = tr.take(MAX_PAYLOAD, "hidden", true, "/", 150.0).unwrap();
+    let p = tr.take(MAX_PAYLOAD, "hidden", true, "/", 150.0, -1.0).unwrap();
     let b = tr.last_batch();
     tr.result(b, 150.0, 200, -1.0, 0.0);
     has(&p, "\"outcome\":\"partial\"");
@@ -271,7 +271,7 @@ fn hidden_page_queues_partials_that_the_final_record_supersedes() {
     s.get(h).unwrap().on_chunk(200.0, chunk("!").as_bytes());
     s.end(h, 210.0, Outcome::Ok);
     let tr = s.transport.as_mut().unwrap();
-    let q = tr.take(MAX_PAYLOAD, "timer", false, "/", 5000.0).unwrap();
+    let q = tr.take(MAX_PAYLOAD, "timer", false, "/", 5000.0, -1.0).unwrap();
     has(&q, "\"outcome\":\"ok\"");
     has(&q, "\"end\":210");
     let id = |x: &str| x.split("\"records\":[{\"id\":\"").nth(1).unwrap()[..16].to_string();

@@ -47,6 +47,8 @@ test('records arrive at the collector and are stored once', async ({ page }) => 
     expect(ids).toHaveLength(3);
     const o = await until(async () => ((await outcomes(c.origins[0])).ok === 3 ? outcomes(c.origins[0]) : null));
     expect(o).toEqual({ ok: 3 });
+    // The beacons carried sentAt: one clock here, so no record was out of the accepted window.
+    expect((await summary(c.origins[0])).refused).toEqual({ tooOld: 0, future: 0 });
     // A retried beacon (same ids again) changes nothing.
     await page.evaluate(() => window.__rum.flush());
     expect((await summary(c.origins[0])).metrics.ttft.count).toBe(3);

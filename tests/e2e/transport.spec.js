@@ -68,6 +68,11 @@ test('records arrive as a v1 text/plain beacon, with no prompt or answer text in
   expect(b.contentType).toBe('text/plain;charset=UTF-8');
   expect(b.body).toMatchObject({ v: 1, sdk: 'llm-rum/0.1.0', page: '/blank.html', reason: 'timer', dropped: 0 });
   expect(b.body.session).toMatch(/^[0-9a-f]{16}$/);
+  // sentAt: the send time in whole epoch ms on the records' clock (one machine here: within
+  // a second of when the route saw it).
+  expect(Number.isInteger(b.body.sentAt)).toBe(true);
+  expect(b.body.sentAt).toBeGreaterThanOrEqual(Math.floor(rec.startEpochMs));
+  expect(Math.abs(b.at - b.body.sentAt)).toBeLessThan(1000);
   expect(b.body.records).toHaveLength(1);
   expect(b.body.records[0]).toEqual(rec);
   // Privacy: no word of the prompt or of the streamed answer appears in any beacon.
@@ -94,6 +99,9 @@ test('500 then 503 with Retry-After then 204: retried with backoff, each record 
   expect(gap1).toBeGreaterThanOrEqual(450); // 1 s backoff, jittered to ≥ 50 %
   expect(gap1).toBeLessThan(1600);
   expect(gap2).toBeGreaterThanOrEqual(1950); // Retry-After: 2 wins over the 2nd backoff
+  // Each attempt carries its own send time (the collector's skew estimate needs it).
+  for (const b of beacons) expect(Math.abs(b.at - b.body.sentAt)).toBeLessThan(1000);
+  expect(beacons[2].body.sentAt - beacons[0].body.sentAt).toBeGreaterThanOrEqual(gap1 + gap2 - 100);
 });
 
 test('hidden mid-stream: a partial record goes out by sendBeacon, the completed one supersedes it', async ({ page }) => {

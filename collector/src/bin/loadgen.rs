@@ -1,62 +1,66 @@
-//! `llm-rum-loadgen`: the collector's load test (a benchmark command, not a test).
+//! `llm-rum-loadgen`: the collector's benchmarks (figures, not pass/fail tests).
 //!
-//! Starts the real `llm-rum-collector` binary (next to this one) on 127.0.0.1:0 with a fresh
-//! database, runs N concurrent keep-alive clients posting v1 beacons of 10 records each for D
-//! seconds, then stops the collector (by its PID), counts the rows in the SQLite file and checks
-//! records stored == records acknowledged. Prints sustained records/s and ingest latency
-//! percentiles. Bounded: loopback only, at most `--seconds` of load (≤ 120).
+//! Throughput (default): starts the real `llm-rum-collector` binary (next to this one, or
+//! `--collector PATH`) on 127.0.0.1:0 with a fresh database, runs N concurrent keep-alive
+//! clients posting v1 beacons of 10 records each for D seconds, then stops the collector (by its
+//! PID), counts the rows in the SQLite file and checks records stored == records acknowledged.
+//! Prints sustained records/s and ingest latency percentiles. Bounded: loopback only, at most
+//! `--seconds` of load (≤ 120).
+//!
+//! `--park N`: memory under N connections parked mid-body (headers and `--park-body` bytes of
+//! a 64 KiB body sent, then silence): the collector's RSS before and after, how many it still
+//! holds, whether a normal client is served meanwhile, and how many remain after `--wait` s.
+//! `--collector-args` passes flags through (e.g. "--body-timeout 5").
+//!
+//! `--retention N`: N records received two days ago in a fresh database (no server), then
+//! retention's delete batches until none is left: time per batch, and the vacuum step.
 //!
 //!   cargo build --release -p llm-rum-collector
 //!   target/release/llm-rum-loadgen --clients 32 --seconds 10
+//!   target/release/llm-rum-loadgen --park 3000
+//!   target/release/llm-rum-loadgen --retention 100000
 
-use std::process::{Command, Stdio};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use llm_rum_collector::client::Conn;
 use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let arg = |name: &str, default: &str| -> String {
-        args.iter()
+struct Args(Vec<String>);
+
+impl Args {
+    fn get(&self, name: &str, default: &str) -> String {
+        self.0
+            .iter()
             .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
+            .and_then(|i| self.0.get(i + 1))
             .cloned()
             .unwrap_or_else(|| default.to_string())
-    };
-    if args.iter().any(|a| a == "--help") {
-        println!(
-            "llm-rum-loadgen [--clients 32] [--seconds 10] [--records 10] [--sync full|normal]"
-        );
-        return;
     }
-    let clients: usize = arg("--clients", "32").parse().expect("--clients");
-    let seconds: f64 = arg("--seconds", "10")
-        .parse::<f64>()
-        .expect("--seconds")
-        .clamp(0.5, 120.0);
-    let per_beacon: usize = arg("--records", "10").parse().expect("--records");
-    let sync = arg("--sync", "full");
+    fn num<T: std::str::FromStr>(&self, name: &str, default: &str) -> T {
+        self.get(name, default)
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}: expected a number"))
+    }
+}
 
-    let dir = std::env::temp_dir().join(format!("llm-rum-loadgen-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let db = dir.join("load.db");
-    let bin = std::env::current_exe()
+/// Starts the collector on 127.0.0.1:0 with `extra` flags; returns it and its address.
+fn spawn_collector(a: &Args, db: &Path, extra: &[&str]) -> (Child, SocketAddr) {
+    let default_bin = std::env::current_exe()
         .expect("exe")
         .with_file_name("llm-rum-collector");
+    let bin = PathBuf::from(a.get("--collector", &default_bin.display().to_string()));
+    let passthrough = a.get("--collector-args", "");
     let mut child = Command::new(&bin)
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--rate-limit",
-            "0",
-            "--sync",
-            &sync,
-            "--db",
-        ])
-        .arg(&db)
+        .args(["--listen", "127.0.0.1:0", "--rate-limit", "0", "--db"])
+        .arg(db)
+        .args(extra)
+        .args(passthrough.split_whitespace())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -67,17 +71,54 @@ fn main() {
         &mut line,
     )
     .expect("read address");
-    let addr: std::net::SocketAddr = line
+    let addr: SocketAddr = line
         .trim()
         .trim_start_matches("listening on http://")
         .parse()
         .expect("address line");
+    (child, addr)
+}
 
+fn temp_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("llm-rum-loadgen-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn main() {
+    let a = Args(std::env::args().skip(1).collect());
+    if a.0.iter().any(|x| x == "--help") {
+        println!(
+            "llm-rum-loadgen [--clients 32] [--seconds 10] [--records 10] [--sync full|normal]\n\
+             llm-rum-loadgen --park N [--park-body 61440] [--wait 0]\n\
+             llm-rum-loadgen --retention N [--batch 1000]\n\
+             common: [--collector PATH] [--collector-args \"--flag value ...\"]"
+        );
+        return;
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
+    if a.0.iter().any(|x| x == "--park") {
+        rt.block_on(park(&a));
+    } else if a.0.iter().any(|x| x == "--retention") {
+        rt.block_on(retention(&a));
+    } else {
+        throughput(&a, &rt);
+    }
+}
+
+fn throughput(a: &Args, rt: &tokio::runtime::Runtime) {
+    let clients: usize = a.num("--clients", "32");
+    let seconds: f64 = a.num::<f64>("--seconds", "10").clamp(0.5, 120.0);
+    let per_beacon: usize = a.num("--records", "10");
+    let sync = a.get("--sync", "full");
+    let dir = temp_dir("load");
+    let db = dir.join("load.db");
+    let (mut child, addr) = spawn_collector(a, &db, &["--sync", &sync]);
+
     let (acked, beacons, mut lat, errors, elapsed) = rt.block_on(async move {
         let stop = Arc::new(AtomicBool::new(false));
         let t0 = Instant::now();
@@ -151,6 +192,199 @@ fn main() {
     if stored != acked {
         std::process::exit(1);
     }
+}
+
+/// Resident memory of a process, MiB (Linux /proc).
+fn rss_mib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+fn now_ms() -> f64 {
+    llm_rum_collector::clock::now_ms()
+}
+
+/// How many of `conns` the server has not closed (a read that would block = still open).
+async fn still_open(conns: &mut [tokio::net::TcpStream]) -> usize {
+    let mut open = 0;
+    let mut buf = [0u8; 512];
+    for s in conns.iter_mut() {
+        match tokio::time::timeout(Duration::from_millis(1), s.read(&mut buf)).await {
+            Err(_) => open += 1,     // nothing to read yet: open
+            Ok(Ok(n)) if n > 0 => {} // an answer (408): it closes next
+            Ok(_) => {}              // EOF or reset
+        }
+    }
+    open
+}
+
+/// Memory under N connections parked mid-body.
+async fn park(a: &Args) {
+    let n: usize = a.num("--park", "3000");
+    let body_bytes: usize = a.num::<usize>("--park-body", "61440").min(65_000);
+    let wait: f64 = a.num::<f64>("--wait", "0").clamp(0.0, 120.0);
+    let dir = temp_dir("park");
+    let (mut child, addr) = spawn_collector(a, &dir.join("park.db"), &[]);
+    let pid = child.id();
+    // Warm up: a few beacons, so the baseline includes the runtime's working set.
+    let mut conn = Conn::connect(addr).await.expect("connect");
+    for i in 0..20 {
+        let b = json!({"v": 1, "records": [record(&format!("w{i}"), now_ms())]}).to_string();
+        conn.request("POST", "/v1/rum", &[], b.as_bytes())
+            .await
+            .expect("warm-up");
+    }
+    drop(conn);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let rss0 = rss_mib(pid);
+    let head = "POST /v1/rum HTTP/1.1\r\nhost: x\r\ncontent-type: text/plain;charset=UTF-8\r\ncontent-length: 65536\r\n\r\n";
+    let body = vec![b' '; body_bytes];
+    let t0 = Instant::now();
+    let mut conns = Vec::with_capacity(n);
+    let mut failed = 0;
+    for _ in 0..n {
+        if t0.elapsed() > Duration::from_secs(60) {
+            break; // bounded
+        }
+        match tokio::net::TcpStream::connect(addr).await {
+            Ok(mut s) => {
+                let sent = tokio::time::timeout(Duration::from_millis(500), async {
+                    s.write_all(head.as_bytes()).await?;
+                    s.write_all(&body).await
+                })
+                .await;
+                if matches!(sent, Ok(Ok(()))) {
+                    conns.push(s);
+                } else {
+                    failed += 1;
+                }
+            }
+            Err(_) => failed += 1,
+        }
+    }
+    let opened = t0.elapsed();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let rss1 = rss_mib(pid);
+    let open1 = still_open(&mut conns).await;
+    // A normal client meanwhile.
+    let t = Instant::now();
+    let normal = match tokio::time::timeout(Duration::from_secs(10), async {
+        let b = json!({"v": 1, "records": [record("normal", now_ms())]}).to_string();
+        llm_rum_collector::client::request(addr, "POST", "/v1/rum", &[], b.as_bytes()).await
+    })
+    .await
+    {
+        Ok(Ok(r)) => format!(
+            "HTTP {} in {:.1} ms",
+            r.status,
+            t.elapsed().as_secs_f64() * 1000.0
+        ),
+        Ok(Err(e)) => format!("failed: {e}"),
+        Err(_) => "no answer within 10 s".into(),
+    };
+    println!("parked {} connections mid-body ({body_bytes} of 65536 body bytes sent) in {:.1} s; {failed} could not connect or send", conns.len(), opened.as_secs_f64());
+    println!("collector RSS: {rss0:.1} MiB before → {rss1:.1} MiB with them (+{:.1} MiB); connections it still holds: {open1}", rss1 - rss0);
+    println!("a normal client meanwhile: {normal}");
+    if wait > 0.0 {
+        tokio::time::sleep(Duration::from_secs_f64(wait)).await;
+        let open2 = still_open(&mut conns).await;
+        println!(
+            "after {wait:.0} s more: {open2} still held, RSS {:.1} MiB",
+            rss_mib(pid)
+        );
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Retention's delete batches over N old records.
+async fn retention(a: &Args) {
+    use llm_rum_collector::{clock, ingest, retention, store};
+    let n: usize = a.num("--retention", "100000");
+    let dir = temp_dir("retention");
+    let db = dir.join("retention.db");
+    let counters = Arc::new(llm_rum_collector::counters::Counters::default());
+    let st = store::Store::open(
+        &db,
+        store::Sync::Full,
+        store::WriterConfig {
+            retain_ms: None,
+            counters,
+        },
+    )
+    .expect("open store");
+    let old = now_ms() - 2.0 * 86_400_000.0;
+    let t = Instant::now();
+    let mut k = 0;
+    while k < n {
+        let recs: Vec<_> = (k..(k + 40).min(n))
+            .map(|i| record(&format!("r{i}"), old))
+            .collect();
+        k += recs.len();
+        let body = json!({"v": 1, "records": recs}).to_string();
+        let b = ingest::decode(body.as_bytes()).expect("beacon");
+        st.write(b, None, old as i64, clock::Admitted::default())
+            .await
+            .expect("write");
+    }
+    drop(st);
+    let size = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| m.len() as f64 / 1048576.0)
+            .unwrap_or(0.0)
+    };
+    println!(
+        "{n} records written in {:.1} s; database {:.1} MiB",
+        t.elapsed().as_secs_f64(),
+        size(&db)
+    );
+    let mut c = store::open_conn(&db, store::Sync::Full).expect("open");
+    let cutoff = now_ms() as i64 - 86_400_000;
+    let batch: usize = a.num("--batch", &retention::BATCH.to_string());
+    let mut times = Vec::new();
+    let t = Instant::now();
+    loop {
+        let b = Instant::now();
+        let d = retention::delete_batch(&mut c, cutoff, batch).expect("delete");
+        times.push(b.elapsed().as_secs_f64() * 1000.0);
+        if !d.full(batch) {
+            break;
+        }
+    }
+    let total = t.elapsed().as_secs_f64();
+    let v = Instant::now();
+    let mut pages = 0;
+    loop {
+        let p = retention::vacuum_step(&c).expect("vacuum");
+        pages += p;
+        if p < retention::VACUUM_PAGES {
+            break;
+        }
+    }
+    let vac = v.elapsed().as_secs_f64() * 1000.0;
+    c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+        .expect("checkpoint");
+    times.sort_by(f64::total_cmp);
+    let p = |q: f64| llm_rum_collector::query::percentile(&times, q).unwrap_or(f64::NAN);
+    println!(
+        "retention: {} batches of ≤ {} records in {total:.2} s ({:.0} records/s); per batch p50 {:.1} ms, max {:.1} ms",
+        times.len(),
+        batch,
+        n as f64 / total,
+        p(0.5),
+        p(1.0)
+    );
+    println!("vacuum: {pages} pages returned in {vac:.0} ms ({} steps of ≤ {} pages); database {:.1} MiB", (pages + retention::VACUUM_PAGES - 1) / retention::VACUUM_PAGES, retention::VACUUM_PAGES, size(&db));
+    drop(c);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn record(id: &str, start: f64) -> serde_json::Value {

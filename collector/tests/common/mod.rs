@@ -45,6 +45,11 @@ pub fn now_ms() -> f64 {
         .as_millis() as f64
 }
 
+/// A start time the collector accepts: a minute ago.
+pub fn recent() -> f64 {
+    now_ms() - 60_000.0
+}
+
 /// A record shaped like the SDK's (js/index.d.ts), with the given id, start and ttft.
 pub fn record(id: &str, start: f64, ttft: f64) -> Value {
     json!({
@@ -101,6 +106,52 @@ pub fn stored_count(db: &Path) -> i64 {
         .unwrap()
 }
 
+/// The real `llm-rum-collector` binary's command line, listening on an ephemeral loopback port.
+/// Logs at warn unless RUST_LOG says otherwise (test output stays readable).
+pub fn collector_cmd(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_llm-rum-collector"));
+    c.args(["--listen", "127.0.0.1:0"]).args(args);
+    if std::env::var_os("RUST_LOG").is_none() {
+        c.env("RUST_LOG", "warn");
+    }
+    c
+}
+
+/// The binary under a lower open-file limit (soft and hard: it cannot raise it back).
+pub fn collector_cmd_with_nofile(limit: u32, args: &[&str]) -> Command {
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_llm-rum-collector"))
+        .args(["--listen", "127.0.0.1:0"])
+        .args(args);
+    if std::env::var_os("RUST_LOG").is_none() {
+        c.env("RUST_LOG", "warn");
+    }
+    c
+}
+
+/// Lines the child wrote to stderr (collected by a thread).
+#[derive(Clone, Default)]
+pub struct Logs(pub std::sync::Arc<std::sync::Mutex<String>>);
+
+impl Logs {
+    pub fn text(&self) -> String {
+        self.0.lock().unwrap().clone()
+    }
+    /// Waits (bounded) for a line containing `needle`.
+    pub fn wait_for(&self, needle: &str, within: Duration) -> bool {
+        let t = std::time::Instant::now();
+        while t.elapsed() < within {
+            if self.text().contains(needle) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+}
+
 /// The real `llm-rum-collector` binary; killed with SIGKILL and reaped on drop.
 pub struct Proc {
     pub child: Child,
@@ -109,12 +160,33 @@ pub struct Proc {
 
 impl Proc {
     pub fn spawn(args: &[&str]) -> Proc {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_llm-rum-collector"))
-            .args(["--listen", "127.0.0.1:0"])
-            .args(args)
+        let mut c = collector_cmd(args);
+        c.stderr(Stdio::inherit());
+        Proc::start(c)
+    }
+
+    /// Started with stderr captured into `Logs` (at info level).
+    pub fn spawn_logged(mut c: Command) -> (Proc, Logs) {
+        c.env("RUST_LOG", "info").stderr(Stdio::piped());
+        let mut p = Proc::start(c);
+        let logs = Logs::default();
+        let err = p.child.stderr.take().unwrap();
+        let l = logs.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                let mut t = l.0.lock().unwrap();
+                t.push_str(&line);
+                t.push('\n');
+            }
+        });
+        (p, logs)
+    }
+
+    /// Starts `c` (stdin null, stdout piped for the address line; stderr as the caller set it).
+    pub fn start(mut c: Command) -> Proc {
+        let mut child = c
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn collector");
         let stdout = child.stdout.take().unwrap();
