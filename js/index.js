@@ -2,11 +2,11 @@
 // SSR / Node); init() loads the wasm core and, with patchGlobals, wraps window.fetch.
 // If anything fails, the app keeps its native fetch and sees at most one console.warn.
 
-import { makeFetch } from './fetch.js';
-import { makeEventSource } from './eventsource.js';
+import { makeFetch } from './capture/fetch.js';
+import { makeEventSource } from './capture/eventsource.js';
 import { normalize } from './options.js';
-import { makeTransport } from './transport.js';
-import { makePaint, clockStep } from './paint.js';
+import { makeTransport } from './deliver/transport.js';
+import { makePaint, clockStep } from './capture/paint.js';
 
 export const VERSION = '0.1.0';
 const INTERACTION_WINDOW_MS = 1000;
@@ -257,7 +257,7 @@ async function start(options, nativeFetch, nativeEventSource, undo) {
   let encode = null;
   if (state.core && opts.collector && opts.exporter === 'otlp') {
     try {
-      encode = (await import('./otlp.js')).toOtlp;
+      encode = (await import('./deliver/otlp.js')).toOtlp;
     } catch (e) {
       warn('the OTLP exporter did not load; sending v1 JSON beacons', e);
     }

@@ -16,7 +16,7 @@ node_modules/.bin/wasm-opt -Oz --enable-reference-types --enable-bulk-memory --e
 # The facade is bundled into one ES module and minified like the glue (esbuild, from npm);
 # the wasm glue stays a separate module loaded by init() with a dynamic import, so importing
 # the package loads no wasm and touches no global.
-# The OTLP exporter (js/otlp.js) is split into its own chunk, loaded only with
+# The OTLP exporter (js/deliver/otlp.js) is split into its own chunk, loaded only with
 # `exporter: 'otlp'`.
 node_modules/.bin/esbuild js/index.js --bundle --splitting --format=esm --minify --sourcemap \
   --external:./wasm/llm_rum.js --outdir=dist --chunk-names='[name]-[hash]' --log-level=warning

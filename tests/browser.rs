@@ -1,5 +1,5 @@
 //! Browser-layer tests in headless Chromium (wasm-bindgen-test): the exported `Core` driven
-//! with real `Headers` objects, as js/fetch.js drives it. The fetch wrapper's transparency
+//! with real `Headers` objects, as js/capture/fetch.js drives it. The fetch wrapper's transparency
 //! (bytes, aborts, cancellation) is proven end-to-end in tests/e2e with the real server.
 #![cfg(target_arch = "wasm32")]
 
@@ -165,7 +165,7 @@ fn app_traceparent_is_respected() {
     assert_eq!(get(&r, "outcome"), "aborted");
 }
 
-/// EventSource: the exports js/eventsource.js drives, with the data an app's
+/// EventSource: the exports js/capture/eventsource.js drives, with the data an app's
 /// listeners see (framing already done by the browser).
 #[wasm_bindgen_test]
 fn eventsource_attempts_and_reconnects() {

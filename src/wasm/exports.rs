@@ -24,13 +24,13 @@ impl Core {
     }
 
     /// Requests in flight at once: past this many the oldest is ended `partial`
-    /// (js/paint.js bounds its own list of running requests the same way).
+    /// (js/capture/paint.js bounds its own list of running requests the same way).
     #[wasm_bindgen(getter)]
     pub fn max_in_flight(&self) -> u32 {
         MAX_IN_FLIGHT as u32
     }
 
-    /// The largest beacon payload in bytes (js/transport.js asks for no more).
+    /// The largest beacon payload in bytes (js/deliver/transport.js asks for no more).
     #[wasm_bindgen(getter)]
     pub fn max_payload(&self) -> u32 {
         MAX_PAYLOAD as u32
@@ -84,7 +84,7 @@ impl Core {
         }
     }
 
-    // ---- what the person saw: js/paint.js stamps frames and text lengths ----
+    // ---- what the person saw: js/capture/paint.js stamps frames and text lengths ----
 
     /// An answer element is associated with `h`: paint metrics will be reported.
     pub fn observe(&mut self, h: u32) -> bool {
@@ -121,7 +121,7 @@ impl Core {
         }
     }
 
-    // ---- EventSource: js/eventsource.js stamps times and moves event data ----
+    // ---- EventSource: js/capture/eventsource.js stamps times and moves event data ----
 
     /// Begins one connection attempt's record (see `Session::begin_eventsource`).
     pub fn es_begin(
@@ -187,7 +187,7 @@ impl Core {
         self.session.unloading = false;
     }
 
-    // ---- beacon transport: the core decides (queue, batching, backoff); js/transport.js sends ----
+    // ---- beacon transport: the core decides (queue, batching, backoff); js/deliver/transport.js sends ----
 
     /// When the next non-urgent flush is due (performance.now() ms), or -1 when the queue
     /// is empty.

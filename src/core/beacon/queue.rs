@@ -1,5 +1,5 @@
 //! The beacon queue and its policy: the core decides what to send and when; the JS sender
-//! (js/transport.js) only moves payloads and reports outcomes.
+//! (js/deliver/transport.js) only moves payloads and reports outcomes.
 //!
 //! Records wait here as finished JSON texts. The policy: flush a little after a record
 //! completes (`FLUSH_DELAY_MS`), at once past `FLUSH_BYTES`, urgently when the page hides;
