@@ -1,5 +1,5 @@
 // Option validation. Bad configuration is reported once with console.warn and replaced by
-// the default; it never throws into the host page (DESIGN.md §5).
+// the default; it never throws into the host page.
 
 const DEFAULTS = {
   collector: null,
@@ -19,10 +19,13 @@ const DEFAULTS = {
   nativePaintTimes: true,
 };
 
+/** The URL relative URLs (options, requests) resolve against: the page's. */
+export const base = () => (globalThis.location ? globalThis.location.href : 'http://localhost/');
+
 /** A URL that resolves against the page (a bad one would otherwise fail every send). */
 const parses = (v) => {
   try {
-    new URL(String(v), globalThis.location ? globalThis.location.href : 'http://localhost/');
+    new URL(String(v), base());
     return true;
   } catch {
     return false;
@@ -31,7 +34,11 @@ const parses = (v) => {
 
 const isList = (v) => Array.isArray(v) && v.every((s) => typeof s === 'string');
 
-/** Returns [normalised options, list of problems]. */
+/**
+ * Returns [normalised options, list of problems]: every option present, with its default
+ * where it was missing or bad.
+ * @param {import('./index').RumOptions | undefined} options
+ */
 export function normalize(options) {
   const problems = [];
   const o = { ...DEFAULTS };

@@ -4,6 +4,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use js_sys::{Reflect, JSON};
+use llm_rum::core::request::kinds::FORGET;
 use llm_rum::wasm::Core;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_test::*;
@@ -27,7 +28,7 @@ fn core() -> Core {
 #[wasm_bindgen_test]
 fn limits_are_exported() {
     let c = core();
-    assert_eq!((c.max_in_flight(), c.max_payload()), (64, 60 * 1024));
+    assert_eq!(c.max_payload(), 60 * 1024);
 }
 
 fn headers(pairs: &[(&str, &str)]) -> Headers {
@@ -113,7 +114,7 @@ fn other_origins_get_no_traceparent_unless_allowlisted() {
     ] {
         let h = c.begin(url, "GET", 0.0, 0.0, &[1u8; 32], -1.0);
         assert_eq!(!c.traceparent(h).is_empty(), allowed, "{url}");
-        c.end(h, 0.0, 4); // forget
+        c.end(h, 0.0, FORGET);
     }
     assert!(c.take_records().is_empty(), "discarded requests leave no record");
 }
@@ -177,11 +178,14 @@ fn eventsource_attempts_and_reconnects() {
     c.es_message(h, 150.0, "message_start", "{\"type\":\"message_start\",\"message\":{}}", "");
     c.es_message(h, 170.0, "content_block_delta", "{\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi ✓\"}}", "0");
     c.es_message(h, 190.0, "message_stop", "{\"type\":\"message_stop\"}", "1");
-    c.es_end(h, 200.0, false, 100.4, "queue;dur=2,trace;desc=\"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\"");
+    // Resource Timing's serverTiming, as the browser parsed it (0 / "": absent).
+    c.es_server_timing(h, "queue", 2.0, "");
+    c.es_server_timing(h, "trace", 0.0, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+    c.es_end(h, 200.0, false, 100.4);
     let h2 = c.es_begin("http://127.0.0.1:8080/v1/stream?x=1", 3300.0, 1.7e12 + 3200.0, &[4u8; 32], &first, false, -1.0);
     c.es_message(h2, 3300.0, "", "", "");
     c.es_message(h2, 3350.0, "trace", "4bf92f3577b34da6a3ce929d0e0e4736", "");
-    c.es_end(h2, 3360.0, true, 3297.5, "");
+    c.es_end(h2, 3360.0, true, 3297.5);
     let recs = records(&mut c);
     let a = Reflect::get(&recs, &0.into()).unwrap();
     let b = Reflect::get(&recs, &1.into()).unwrap();
