@@ -52,14 +52,17 @@ export async function init(options) {
 
 async function start(options, native, undo) {
   const g = globalThis;
+  // Options: bad ones are reported once and replaced by their defaults.
   const [opts, problems] = normalize(options);
   for (const p of problems) warn('ignoring bad option ' + p);
   const warnOnce = warnerOnce();
 
+  // The core: without it the page keeps its native APIs.
   const core = await loadCore(opts, native.fetch);
   if (!core) return inert(native);
   undo.push(core.stop);
 
+  // The modules: where records go, what the person saw, the page's life, the two wrappers.
   const transport = opts.collector ? await startTransport(core, opts, native.fetch) : null;
   if (transport) undo.push(transport.stop);
   const deliver = makeDeliver(core, opts.onRecord, transport, warnOnce);
@@ -93,6 +96,7 @@ async function start(options, native, undo) {
   for (const k of patched) g[k] = ours[k];
   const flush = () => (transport ? transport.flush() : Promise.resolve());
 
+  // The api.
   return {
     fetch: rumFetch,
     EventSource: rumES,

@@ -14,14 +14,11 @@ import { end, forget } from './requests.js';
 import { OK, ABORTED, ERROR } from '../codes.js';
 import { SKIP, ALWAYS } from './match.js';
 
-/**
- * The error a fetch/stream failed with → ABORTED or ERROR.
- */
+/** The error a fetch/stream failed with → ABORTED or ERROR. */
 function outcomeOf(err) {
   // Aborts surface as DOMException "AbortError" (or the signal's custom reason, which is
-  // not an Error at all); network failures as TypeError.
+  // not an Error at all); network failures as TypeError, an Error.
   if (err && err.name === 'AbortError') return ABORTED;
-  if (err instanceof TypeError) return ERROR;
   return err instanceof Error || err instanceof DOMException ? ERROR : ABORTED;
 }
 

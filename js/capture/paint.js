@@ -1,7 +1,8 @@
 // What the person saw: which element shows which answer, and when frames painted it. This
 // file stamps times and reads text lengths; the core (src/core/paint/, record/seen.rs) matches
 // arrivals to paints and computes every metric — and decides which request is current
-// (`current_answer`) and which it still holds (`holds`): this file keeps no list of requests.
+// (`current_answer`) and which it still holds (`observe` answers false for one it let go of):
+// this file keeps no list of requests.
 //
 // Per frame that follows a text change in an observed element, a paint bracket:
 //   requestAnimationFrame callback → lower bound (the frame's rendering update has begun:
@@ -199,7 +200,8 @@ export function makePaint(core, opts, warnOnce, deliver) {
   let pending = null; // rum.observe(el) waiting for a measured request
   let perf = null;
   let stopped = false;
-  const holds = (h) => core.fenced((c) => c.holds(h), false);
+  /** Tells the core `h`'s element is observed; false when the core let go of `h`. */
+  const observed = (h) => core.fenced((c) => c.observe(h), false);
 
   /** @type {PaintState} */
   const p = {
@@ -286,7 +288,7 @@ export function makePaint(core, opts, warnOnce, deliver) {
       p.fail(e);
       return null;
     }
-    if (!core.fenced((c) => c.observe(h), false)) {
+    if (!observed(h)) {
       w.stop();
       return null;
     }
@@ -306,29 +308,29 @@ export function makePaint(core, opts, warnOnce, deliver) {
      */
     began(h) {
       if (stopped) return;
-      // Let go of requests the core let go of: it keeps a bounded number in flight (a body the
-      // app never finishes is pushed out, ended `partial`), and their watches go with them.
-      for (const x of containers.keys()) if (!holds(x)) containers.delete(x);
-      for (const w of [...watches.values()]) if (!holds(w.h)) p.drop(w);
+      // Let go of the watches of requests the core let go of: it keeps a bounded number in
+      // flight (a body the app never finishes is pushed out, ended `partial`). A container's
+      // note goes when its request settles (`confirmed` or `ended`), as every request does.
+      for (const w of [...watches.values()]) if (!observed(w.h)) p.drop(w);
       const el = resolve(opts.observe);
       if (el) containers.set(h, { el, base: el.textContent.length });
     },
-    /** The response of `h` is measured: bind the pending explicit element, or the container. */
+    /**
+     * The response of `h` is measured: bind the pending explicit element, or the container.
+     * (A request the core no longer holds binds nothing: `watch` fails.)
+     */
     confirmed(h) {
-      if (stopped || !holds(h)) return;
-      if (pending) {
-        const el = pending;
-        pending = null;
-        containers.delete(h);
-        watch(h, el, true, 0);
-        return;
-      }
+      if (stopped) return;
       const c = containers.get(h);
       containers.delete(h);
+      if (pending) {
+        if (watch(h, pending, true, 0)) pending = null;
+        return;
+      }
       if (!c || !c.el.isConnected) return;
+      const w = watch(h, c.el, false, c.base);
       // One answer at a time in a container: the newest stream owns its growth.
-      for (const w of [...watches.values()]) if (!w.explicit && w.el === c.el) p.drop(w);
-      watch(h, c.el, false, c.base);
+      if (w) for (const o of [...watches.values()]) if (o !== w && !o.explicit && o.el === c.el) p.drop(o);
     },
     /** The core ended `h` (end / es_end); `done`: its record is finished. */
     ended(h, done) {

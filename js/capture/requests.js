@@ -25,7 +25,8 @@ import { FORGET } from '../codes.js';
  */
 
 /**
- * `h` ended (codes.js OK, ABORTED or ERROR). Called from promise and stream callbacks: nothing escapes.
+ * `h` ended: codes.js OK, ABORTED or ERROR. Called from promise and stream callbacks:
+ * nothing escapes.
  * @param {Capture} cap
  * @param {number} h
  * @param {number} outcome

@@ -26,6 +26,6 @@ export function makeDeliver(core, onRecord, transport, warnOnce) {
         }
       }
     }
-    if (transport) core.fenced(() => transport.schedule());
+    if (transport) transport.schedule(); // fenced inside
   };
 }

@@ -77,12 +77,6 @@ impl Core {
         self.session.end(h, t, Outcome::from_code(outcome))
     }
 
-    /// Whether the core still holds `h` (see `Session::holds`): the facade lets go of what it
-    /// keeps for a request the core let go of.
-    pub fn holds(&self, h: u32) -> bool {
-        self.session.holds(h)
-    }
-
     /// The current answer for `rum.observe(el)` (see `Session::current_answer`), begun before
     /// `before` unless that is 0; 0 when there is none.
     pub fn current_answer(&self, before: u32) -> u32 {
@@ -91,7 +85,9 @@ impl Core {
 
     // ---- what the person saw: js/capture/paint.js stamps frames and text lengths ----
 
-    /// An answer element is associated with `h`: paint metrics will be reported.
+    /// An answer element is associated with `h`: paint metrics will be reported. Returns
+    /// false when the core no longer holds `h` (see `Session::holds`: its record is queued, or
+    /// newer requests pushed it out): the facade lets go of its watch. Asking again is harmless.
     pub fn observe(&mut self, h: u32) -> bool {
         self.session.get(h).map(|tl| tl.observe()).is_some()
     }

@@ -176,12 +176,11 @@ impl Timeline {
     }
 
     /// One entry of an EventSource attempt's Resource Timing `serverTiming`, as the browser
-    /// parsed it (`ServerTimingEntry::parsed_by_browser`).
+    /// parsed it (`ServerTimingEntry::parsed_by_browser`); `on_resource_timing` follows.
     pub fn on_server_timing_entry(&mut self, entry: ServerTimingEntry) {
         if self.server_timing.len() < MAX_SERVER_TIMING {
             self.server_timing.push(entry);
         }
-        self.server_timing_added();
     }
 
     /// Bounds the entries; a `trace;desc=` among them names the server's trace when nothing
@@ -355,13 +354,16 @@ impl Timeline {
     }
 
     /// An EventSource attempt's Resource Timing entry, read when it ended: its request start
-    /// (`startTime`; its `serverTiming` entries came before, by `on_server_timing_entry`) — or
+    /// (`startTime`; its `serverTiming` entries came just before, by `on_server_timing_entry`) — or
     /// `None` when no entry came (WebKit creates none for an EventSource): the server's timing
     /// was then invisible, which the record says with `serverTiming: null`, not `[]` ("the
     /// server sent none").
     pub fn on_resource_timing(&mut self, start: Option<f64>) {
         match start {
-            Some(start) => self.rebase_start(start),
+            Some(start) => {
+                self.rebase_start(start);
+                self.server_timing_added();
+            }
             None => self.server_timing_seen = false,
         }
     }

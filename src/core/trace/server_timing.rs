@@ -66,7 +66,7 @@ impl ServerTimingEntry {
     pub fn parsed_by_browser(name: &str, duration: f64, description: &str) -> ServerTimingEntry {
         ServerTimingEntry {
             name: bounded(name),
-            dur: (duration != 0.0 && duration.is_finite()).then_some(duration),
+            dur: (duration != 0.0).then_some(duration),
             desc: (!description.is_empty()).then(|| bounded(description)),
         }
     }
