@@ -13,7 +13,7 @@ use web_sys::Headers;
 wasm_bindgen_test_configure!(run_in_browser);
 
 fn core() -> Core {
-    // The configuration object js/index.js builds (the facade lower-cases correlation header
+    // The configuration object js/core.js builds (the facade lower-cases correlation header
     // names before handing them over).
     Core::new(
         r#"{"pageOrigin":"http://127.0.0.1:8080",

@@ -1,4 +1,4 @@
-//! The `#[wasm_bindgen]` surface: `Core`, the per-page SDK state js/index.js creates once.
+//! The `#[wasm_bindgen]` surface: `Core`, the per-page SDK state js/core.js creates once.
 //! Each export delegates to the pure core in a line or two.
 
 use super::response::apply_response_headers;
@@ -10,7 +10,7 @@ use crate::core::trace::server_timing::ServerTimingEntry;
 use alloc::string::String;
 use wasm_bindgen::prelude::*;
 
-/// The per-page SDK state. Created once by `init()` in js/index.js (js/core.js).
+/// The per-page SDK state. Created once by `init()` (js/core.js `loadCore`).
 #[wasm_bindgen]
 pub struct Core {
     session: Session,
