@@ -47,7 +47,7 @@ fn get(v: &JsValue, path: &str) -> JsValue {
 }
 
 fn records(c: &mut Core) -> JsValue {
-    let text = c.take_records();
+    let text = c.take_records(false);
     assert!(!text.is_empty(), "a record was expected");
     JSON::parse(&text).expect("records are valid JSON")
 }
@@ -115,7 +115,7 @@ fn other_origins_get_no_traceparent_unless_allowlisted() {
         assert_eq!(!c.traceparent(h).is_empty(), allowed, "{url}");
         c.end(h, 0.0, 4); // forget
     }
-    assert!(c.take_records().is_empty(), "discarded requests leave no record");
+    assert!(c.take_records(false).is_empty(), "discarded requests leave no record");
 }
 
 #[wasm_bindgen_test]
@@ -140,7 +140,7 @@ fn non_stream_responses_are_not_measured_unless_matched() {
     let h = c.begin("http://127.0.0.1:8080/api", "GET", 0.0, 0.0, &[2u8; 32], -1.0);
     assert!(!c.response(h, 1.0, 200, &json, false));
     c.end(h, 2.0, 0);
-    assert!(c.take_records().is_empty());
+    assert!(c.take_records(false).is_empty());
     // Matched by the user's `match`: measured whatever the type; an HTTP error is an error.
     let h = c.begin("http://127.0.0.1:8080/api", "GET", 0.0, 0.0, &[3u8; 32], -1.0);
     assert!(c.response(h, 1.0, 500, &json, true));

@@ -17,7 +17,7 @@ fn mark(w: &mut JsonWriter, tl: &Timeline, name: &str, t: Option<f64>) {
     w.opt_ms(tl.rel(t));
 }
 
-/// Encodes the record. `cfg` supplies the budgets.
+/// Encodes the record. `cfg` supplies the budgets and how URLs are recorded.
 pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
     let id = &tl.ident;
     let seen = Seen::of(tl);
@@ -38,7 +38,7 @@ pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
     w.key("sampled");
     w.bool(id.trace.sampled());
     w.key("url");
-    w.str(&id.url);
+    w.str(&cfg.record_url(&id.url, id.route.as_deref()));
     w.key("method");
     w.str(&id.method);
     w.key("transport");
