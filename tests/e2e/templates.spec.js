@@ -142,14 +142,17 @@ test("the app's urlTemplates win over the automatic rule; templateIds: false kee
       urlTemplates: [
         { match: /\/v1\/threads\/[^/]+\/chat\/completions/, template: '/v1/threads/:thread/chat/completions' },
         { match: '/c/', template: '/c/:conversation' },
+        { match: /\/v1\/stream\?.*tokens=3/, template: '/v1/stream/:short' },
       ],
     });
   });
   await ask(page, threadPath());
   await ask(page, '/v1/chat/completions?tokens=3&gap_ms=2'); // no template matches: the automatic rule
+  // EventSource records take the same path (the template is matched on the absolute URL).
+  await page.evaluate(async () => (await import('/helpers.js')).esStream('/v1/stream?tokens=3&gap_ms=2'));
   const urls = await page.evaluate(() => window.__records.map((r) => r.url));
-  expect(urls).toEqual([`${ORIGIN()}/v1/threads/:thread/chat/completions`, `${ORIGIN()}/v1/chat/completions`]);
-  await until(() => beacons.flatMap((b) => b.body.records).length >= 2);
+  expect(urls).toEqual([`${ORIGIN()}/v1/threads/:thread/chat/completions`, `${ORIGIN()}/v1/chat/completions`, `${ORIGIN()}/v1/stream/:short`]);
+  await until(() => beacons.flatMap((b) => b.body.records).length >= 3);
   expect(beacons[0].body.page).toBe('/c/:conversation');
   for (const b of beacons) noLeak(b.text, 'beacon');
 
