@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { ORIGIN, testId, truth, openPage } from './util.js';
+import { ORIGIN, testId, truth, openPage, setVisibility } from './util.js';
 import { startCollector } from './server.js';
 
 const CONV = '3f6c1e2a-9b4d-4c8e-a1f0-7d2b5e9c4a61';
@@ -232,16 +232,11 @@ test('a partial record on page hide goes through beforeSend too', async ({ page 
   });
   const done = ask(page, '/v1/chat/completions?prefill_ms=50&gap_ms=30&tokens=60');
   await new Promise((r) => setTimeout(r, 700));
-  const setVisibility = (state) =>
-    page.evaluate((state) => {
-      Object.defineProperty(document, 'visibilityState', { value: state, configurable: true });
-      document.dispatchEvent(new Event('visibilitychange'));
-    }, state);
-  await setVisibility('hidden');
+  await setVisibility(page, 'hidden');
   await until(() => beacons.length >= 1);
   expect(beacons[0].type).toBe('ping'); // sendBeacon, right after the hook ran
   expect(beacons[0].body.records[0]).toMatchObject({ outcome: 'partial', seenByHook: 'partial' });
-  await setVisibility('visible');
+  await setVisibility(page, 'visible');
   await done;
   await until(() => beacons.flatMap((b) => b.body.records).some((r) => r.outcome === 'ok'));
   const final = beacons.flatMap((b) => b.body.records).find((r) => r.outcome === 'ok');
