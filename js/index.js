@@ -6,7 +6,7 @@ import { makeFetch } from './fetch.js';
 import { makeEventSource } from './eventsource.js';
 import { normalize, templateOf } from './options.js';
 import { makeTransport } from './transport.js';
-import { makePaint } from './paint.js';
+import { makePaint, clockStep } from './paint.js';
 
 export const VERSION = '0.1.0';
 const INTERACTION_WINDOW_MS = 1000;
@@ -19,9 +19,18 @@ function warn(message, err) {
   }
 }
 
+/**
+ * 32 random bytes for trace/span/record ids. Where crypto.getRandomValues is missing or throws
+ * (an old or locked-down engine), Math.random: the ids must be unique, not secret (W3C Trace
+ * Context §"trace-id": random, not cryptographically so).
+ */
 function randomBytes() {
   const b = new Uint8Array(32);
-  globalThis.crypto.getRandomValues(b);
+  try {
+    globalThis.crypto.getRandomValues(b);
+  } catch {
+    for (let i = 0; i < b.length; i++) b[i] = (Math.random() * 256) | 0;
+  }
   return b;
 }
 
@@ -58,6 +67,7 @@ async function loadCore(opts, sampled, session) {
     propagate: opts.propagateTraceUrls,
     correlation: opts.correlationHeaders.map((h) => h.toLowerCase()),
     stallThresholdMs: opts.stallThresholdMs, // unset: the core's default
+    clockStepMs: clockStep(),
     stripQuery: opts.stripQuery,
     templateIds: opts.templateIds,
     // Records wait for the hook only when there is somewhere to send them.
@@ -95,6 +105,40 @@ export async function init(options) {
   const g = globalThis;
   const nativeFetch = g.fetch;
   const nativeEventSource = g.EventSource;
+  const undo = []; // what start() has set up so far, taken down again if it fails
+  try {
+    return await start(options, nativeFetch, nativeEventSource, undo);
+  } catch (e) {
+    // Anything unforeseen (an options object whose getters throw, a frozen global, …): the
+    // page keeps its own fetch and EventSource, and hears of it once.
+    for (const f of undo.splice(0).reverse()) {
+      try {
+        f();
+      } catch {
+        /* best effort */
+      }
+    }
+    warn('measurement disabled: init failed; requests are unaffected', e);
+    return inert(nativeFetch, nativeEventSource);
+  }
+}
+
+/** The Rum of an SDK that did not start: the native APIs, and methods that do nothing. */
+function inert(nativeFetch, nativeEventSource) {
+  return {
+    fetch: typeof nativeFetch === 'function' ? nativeFetch.bind(globalThis) : nativeFetch,
+    EventSource: nativeEventSource,
+    observe: () => () => {},
+    mark: () => false,
+    markInteraction() {},
+    flush: () => Promise.resolve(),
+    shutdown: () => Promise.resolve(),
+    active: false,
+  };
+}
+
+async function start(options, nativeFetch, nativeEventSource, undo) {
+  const g = globalThis;
   const [opts, problems] = normalize(options);
   for (const p of problems) warn('ignoring bad option ' + p);
 
@@ -192,6 +236,7 @@ export async function init(options) {
 
   const ctx = {
     live: () => state.core,
+    warnOnce: state.warnOnce,
     nativeFetch,
     base: state.base,
     match: makeMatcher(opts, state),
@@ -231,12 +276,20 @@ export async function init(options) {
     fail,
   };
   const paint = makePaint(ctx, opts);
+  undo.push(() => {
+    state.core = null;
+    paint.stop();
+    for (const off of state.listeners.splice(0)) off();
+  });
   const rumFetch = makeFetch(ctx);
   // EventSource (issue 4): a subclass of the native class, or the native class itself.
-  const rumES =
-    state.core && typeof nativeEventSource === 'function'
-      ? makeEventSource(ctx, nativeEventSource, opts.traceparentQueryParam)
-      : nativeEventSource;
+  let rumES = nativeEventSource;
+  try {
+    if (state.core && typeof nativeEventSource === 'function') rumES = makeEventSource(ctx, nativeEventSource, opts.traceparentQueryParam);
+  } catch (e) {
+    // Not a class that can be extended (a page's own stand-in): EventSource stays unmeasured.
+    state.warnOnce('es', 'EventSource not measured: window.EventSource cannot be extended', e);
+  }
   let encode = null;
   if (state.core && opts.collector && opts.exporter === 'otlp') {
     try {
@@ -250,6 +303,7 @@ export async function init(options) {
     state.core && opts.collector
       ? makeTransport(() => state.core, new URL(opts.collector, state.base()).href, nativeFetch, fail, encode, (href) => templateOf(opts.urlTemplates, href))
       : null;
+  if (transport) undo.push(() => transport.stop());
   if (transport) transport.restore();
   const flushNow = () => (transport ? transport.flush() : Promise.resolve());
 
@@ -330,9 +384,13 @@ export async function init(options) {
       patched = false;
       if (patchedES && g.EventSource === rumES) g.EventSource = nativeEventSource;
       for (const off of state.listeners.splice(0)) off();
-      paint.stop();
-      await flushNow();
-      if (transport) transport.stop();
+      try {
+        paint.stop();
+        await flushNow();
+        if (transport) transport.stop();
+      } catch (e) {
+        fail(e);
+      }
     },
     get active() {
       return state.core !== null;

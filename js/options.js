@@ -22,6 +22,16 @@ const DEFAULTS = {
   nativePaintTimes: true,
 };
 
+/** A URL that resolves against the page (a bad one would otherwise fail every send). */
+const parses = (v) => {
+  try {
+    new URL(String(v), globalThis.location ? globalThis.location.href : 'http://localhost/');
+    return true;
+  } catch {
+    return false;
+  }
+};
+
 const isList = (v) => Array.isArray(v) && v.every((s) => typeof s === 'string');
 
 /** Returns [normalised options, list of problems]. */
@@ -38,7 +48,7 @@ export function normalize(options) {
     if (ok(v)) o[key] = v;
     else problems.push(`${key}: ${why}`);
   };
-  take('collector', (v) => v === null || typeof v === 'string' || v instanceof URL, 'expected a URL string');
+  take('collector', (v) => v === null || ((typeof v === 'string' || v instanceof URL) && parses(v)), 'expected a URL string');
   take('exporter', (v) => v === 'json' || v === 'otlp', "expected 'json' or 'otlp'");
   take(
     'match',
@@ -68,7 +78,7 @@ export function normalize(options) {
     (v) => Array.isArray(v) && v.every((t) => t && (typeof t.match === 'string' || t.match instanceof RegExp) && /^\/[^?#]*$/.test(t.template)),
     "expected [{ match: string | RegExp, template: '/path/:id' }]",
   );
-  take('wasmUrl', (v) => v === null || typeof v === 'string' || v instanceof URL, 'expected a URL');
+  take('wasmUrl', (v) => v === null || ((typeof v === 'string' || v instanceof URL) && parses(v)), 'expected a URL');
   take('observe', (v) => v === null || typeof v === 'string' || (typeof Node === 'function' && v instanceof Node), 'expected an element or a selector');
   take('nativePaintTimes', (v) => typeof v === 'boolean', 'expected a boolean');
   take('traceparentQueryParam', (v) => v === null || (typeof v === 'string' && /^[\w.-]+$/.test(v)), 'expected a query parameter name');

@@ -86,7 +86,7 @@ function spans(r, templated) {
       ['llm_rum.stalls.total_ms', r.stalls.totalMs],
       ['llm_rum.chars', r.chars],
       ['llm_rum.hidden', r.hidden],
-      ...r.serverTiming.filter((e) => e.dur != null).map((e) => [`llm_rum.server.${e.name}_ms`, e.dur]),
+      ...(r.serverTiming || []).filter((e) => e.dur != null).map((e) => [`llm_rum.server.${e.name}_ms`, e.dur]),
     ]),
     events,
     status: r.outcome === 'error' ? { code: ERROR } : {},

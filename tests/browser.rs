@@ -18,7 +18,7 @@ fn core() -> Core {
         r#"{"pageOrigin":"http://127.0.0.1:8080",
             "propagate":["https://api.example.com","https://other.example.com/v1/"],
             "correlation":["x-request-id","openai-processing-ms"],
-            "stallThresholdMs":250,"stripQuery":true,"sampled":true,
+            "stallThresholdMs":250,"clockStepMs":0.1,"stripQuery":true,"sampled":true,
             "budgets":[["ttft",100],["itl.p95",1000]],"beacon":null}"#,
     )
 }

@@ -128,6 +128,45 @@ fn outcomes() {
     has(&r, "\"outcome\":\"error\"");
 }
 
+/// The official openai and anthropic clients abort the fetch right after an in-band error
+/// event; whatever ends the read after one (abort, cancel, a drop, a clean end), the answer
+/// failed. Each format's error event as the providers send it (and demo/src/formats.rs).
+#[test]
+fn an_error_event_then_the_clients_abort_is_an_error_in_every_format() {
+    let sse = "text/event-stream";
+    let responses = "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"Hi\"}\n\n";
+    let anthropic = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n";
+    let ai_sdk = "data: {\"type\":\"text-delta\",\"id\":\"t\",\"delta\":\"Hi\"}\n\n";
+    let chat = chunk("Hi");
+    // (content type, a content event of the format, its error event)
+    let cases: [(&str, &str, &str, &str); 6] = [
+        ("openai-chat", sse, &chat, "data: {\"error\":{\"message\":\"The server had an error\",\"type\":\"server_error\",\"param\":null,\"code\":null}}\n\n"),
+        ("openai-responses", sse, responses, "event: error\ndata: {\"type\":\"error\",\"sequence_number\":7,\"code\":\"server_error\",\"message\":\"x\",\"param\":null}\n\n"),
+        ("openai-responses", sse, responses, "event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":7,\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"x\"}}}\n\n"),
+        ("anthropic", sse, anthropic, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"),
+        ("ai-sdk-ui", sse, ai_sdk, "data: {\"type\":\"error\",\"errorText\":\"x\"}\n\n"),
+        ("ndjson", "application/x-ndjson", "{\"message\":{\"content\":\"Hi\"},\"done\":false}\n", "{\"error\":\"x\"}\n"),
+    ];
+    let mut s = session(&[]);
+    for (format, ct, first, ev) in cases {
+        for outcome in [Outcome::Aborted, Outcome::Error, Outcome::Ok, Outcome::Partial] {
+            let h = s.begin("https://chat.example/v1/x", "POST", 0.0, 0.0, &[3u8; 32]);
+            let tl = s.get(h).unwrap();
+            tl.on_headers(1.0, 200, ct, false);
+            tl.on_chunk(2.0, first.as_bytes());
+            tl.on_chunk(3.0, ev.as_bytes());
+            s.end(h, 4.0, outcome);
+            let r = &s.take_finished()[0];
+            assert!(r.contains("\"outcome\":\"error\""), "{format}: {ev} then {outcome:?}: {r}");
+            has(r, &["\"format\":\"", format, "\""].concat());
+            has(r, "\"ttft\":2");
+        }
+    }
+    // Without one, the client's abort is the user's cancel.
+    let r = play(&mut s, 0.0, 1.0, &[(2.0, chunk("Hi"))], 3.0, Outcome::Aborted);
+    has(&r, "\"outcome\":\"aborted\"");
+}
+
 #[test]
 fn stale_handles_and_bounded_in_flight() {
     let mut s = session(&[]);
@@ -445,4 +484,40 @@ fn paint_tracking_starts_with_observation() {
     has(&rec, "\"renderDelay\":{\"first\":210,");
     has(&rec, "\"max\":210}");
     has(&rec, "\"firstPaint\":310,");
+}
+
+#[test]
+fn server_timing_that_could_not_be_seen_is_null_not_empty() {
+    let mut s = session(&[]);
+    // Seen and empty: the server sent none.
+    let r = play(&mut s, 0.0, 1.0, &[(2.0, chunk("Hi"))], 3.0, Outcome::Ok);
+    has(&r, "\"serverTiming\":[],");
+    // Unseen (an EventSource without a Resource Timing entry): null, and no ttft split.
+    let h = s.begin("https://chat.example/v1/stream", "GET", 0.0, 0.0, &[4u8; 32]);
+    let tl = s.get(h).unwrap();
+    tl.on_headers(1.0, 200, "text/event-stream", false);
+    tl.on_chunk(2.0, chunk("Hi").as_bytes());
+    tl.on_resource_timing(None);
+    s.end(h, 3.0, Outcome::Ok);
+    let r = &s.take_finished()[0];
+    has(r, "\"serverTiming\":null,");
+    has(r, "\"ttftSplit\":null");
+}
+
+/// `paintErrorMs` is the brackets' half width plus the page clock's step (1 ms in Firefox and
+/// WebKit): a time read from that clock is only known to within one step.
+#[test]
+fn paint_error_adds_the_clock_step() {
+    for (step, want) in [(0.0, "\"paintErrorMs\":0.5,"), (1.0, "\"paintErrorMs\":1.5,")] {
+        let mut s = Session::new(Config { page_origin: "https://chat.example".into(), clock_step_ms: step, ..Config::default() });
+        let h = s.begin("https://chat.example/v1/chat", "POST", 0.0, 0.0, &[5u8; 32]);
+        let tl = s.get(h).unwrap();
+        tl.observe();
+        tl.on_headers(1.0, 200, "text/event-stream", false);
+        tl.on_chunk(10.0, chunk("Hi").as_bytes());
+        s.get(h).unwrap().on_chunk(11.0, b"data: [DONE]\n\n");
+        assert!(!s.end(h, 12.0, Outcome::Ok));
+        assert!(s.paint(h, 20.0, 2, 0.5, ""));
+        has(&s.take_finished()[0], want);
+    }
 }

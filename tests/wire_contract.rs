@@ -72,7 +72,8 @@ struct RumRecord {
     content_events: u32,
     chunks: u32,
     bytes: u64,
-    server_timing: Vec<ServerTimingEntry>,
+    #[serde(deserialize_with = "nullable")]
+    server_timing: Option<Vec<ServerTimingEntry>>,
     #[serde(deserialize_with = "nullable")]
     ttft_split: Option<TtftSplit>,
     correlation: BTreeMap<String, String>,
@@ -493,16 +494,18 @@ event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{
     s.page_hidden(45.0, false);
     out.extend(s.take_finished());
 
-    // EventSource: a first attempt with an in-band trace, and its reconnect.
+    // EventSource: a first attempt with an in-band trace and no Resource Timing entry (WebKit
+    // creates none: serverTiming null), and its reconnect, whose entry came.
     let first = random(16);
     let h = s.begin_eventsource("https://chat.example/v1/stream?q=1", 0.0, 1.7e12, &first, &[], false);
     let tl = s.get(h).unwrap();
     tl.on_message(10.0, "", "", "");
     tl.on_message(20.0, "message", "{\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}", TP);
+    tl.on_resource_timing(None);
     s.end(h, 30.0, End::Error);
     let h = s.begin_eventsource("https://chat.example/v1/stream?q=1", 3000.0, 1.7e12, &random(17), &first, false);
     let tl = s.get(h).unwrap();
-    tl.rebase_start(2990.0);
+    tl.on_resource_timing(Some((2990.0, "queue;dur=4")));
     tl.on_message(3010.0, "message", "[DONE]", "");
     s.end(h, 3020.0, End::Aborted);
     out.extend(s.take_finished());

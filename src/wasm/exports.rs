@@ -156,12 +156,12 @@ impl Core {
 
     /// The attempt ended at `t`: the app called `close()`, or the connection dropped or
     /// failed. `rt_start` and `server_timing`: the attempt's Resource Timing entry
-    /// (`startTime`, and `serverTiming` as a header value), or NaN and "" when none came.
+    /// (`startTime`, and `serverTiming` as a header value), or NaN and "" when none came
+    /// (the record's `serverTiming` is then `null`).
     /// Returns false when the record waits for the answer's last paint (as `end`).
     pub fn es_end(&mut self, h: u32, t: f64, closed_by_app: bool, rt_start: f64, server_timing: &str) -> bool {
         let Some(tl) = self.session.get(h) else { return true };
-        tl.rebase_start(rt_start);
-        tl.on_server_timing(server_timing);
+        tl.on_resource_timing((!rt_start.is_nan()).then_some((rt_start, server_timing)));
         self.session.end(h, t, Outcome::eventsource_end(closed_by_app))
     }
 

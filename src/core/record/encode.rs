@@ -17,6 +17,25 @@ fn mark(w: &mut JsonWriter, tl: &Timeline, name: &str, t: Option<f64>) {
     w.opt_ms(tl.rel(t));
 }
 
+/// The `serverTiming` array: the response's entries, in order.
+fn server_timing(tl: &Timeline, w: &mut JsonWriter) {
+    w.begin_array();
+    for e in &tl.server_timing {
+        w.begin_object();
+        w.key("name");
+        w.str(&e.name);
+        w.key("dur");
+        w.opt_ms(e.dur);
+        w.key("desc");
+        match &e.desc {
+            Some(d) => w.str(d),
+            None => w.null(),
+        }
+        w.end_object();
+    }
+    w.end_array();
+}
+
 /// Encodes the record. `cfg` supplies the budgets and how URLs are recorded.
 pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
     let id = &tl.ident;
@@ -104,8 +123,9 @@ pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
         Some(b) => w.bool(b),
         None => w.null(),
     }
+    // The brackets' half widths (clock readings), plus the clock's own step.
     w.key("paintErrorMs");
-    w.opt_ms(seen.paint.paint_error_ms);
+    w.opt_ms(seen.paint.paint_error_ms.map(|e| e + cfg.clock_step_ms));
 
     w.key("itl");
     w.begin_object();
@@ -154,21 +174,11 @@ pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
     w.uint(tl.bytes);
 
     w.key("serverTiming");
-    w.begin_array();
-    for e in &tl.server_timing {
-        w.begin_object();
-        w.key("name");
-        w.str(&e.name);
-        w.key("dur");
-        w.opt_ms(e.dur);
-        w.key("desc");
-        match &e.desc {
-            Some(d) => w.str(d),
-            None => w.null(),
-        }
-        w.end_object();
+    if !tl.server_timing_seen {
+        w.null();
+    } else {
+        server_timing(tl, w);
     }
-    w.end_array();
 
     // TTFT split into the server's stages and everything else (network, TLS, proxies, client).
     w.key("ttftSplit");

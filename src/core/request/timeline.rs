@@ -61,6 +61,10 @@ pub struct Timeline {
     pub itl: LogHistogram,
     pub stalls: Stalls,
     pub server_timing: Vec<ServerTimingEntry>,
+    /// False when the server's timing could not be seen at all (an EventSource whose Resource
+    /// Timing entry never appeared: WebKit creates none): the record's `serverTiming` is then
+    /// `null`, not `[]` (which says the server sent none).
+    pub server_timing_seen: bool,
     pub correlation: Vec<(String, String)>,
     pub user_marks: Vec<(String, f64)>,
     /// What the person saw: fed content arrivals and paints once an answer element
@@ -100,6 +104,7 @@ impl Timeline {
             itl: LogHistogram::new(),
             stalls: Stalls::default(),
             server_timing: Vec::new(),
+            server_timing_seen: true,
             correlation: Vec::new(),
             user_marks: Vec::new(),
             paint: PaintTracker::new(start, cfg.stall_threshold_ms),
@@ -337,6 +342,20 @@ impl Timeline {
         }
     }
 
+    /// An EventSource attempt's Resource Timing entry, read when it ended: its request start
+    /// (`startTime`) and `serverTiming` as a header value — or `None` when no entry came
+    /// (WebKit creates none for an EventSource): the server's timing was then invisible,
+    /// which the record says with `serverTiming: null`, not `[]` ("the server sent none").
+    pub fn on_resource_timing(&mut self, entry: Option<(f64, &str)>) {
+        match entry {
+            Some((start, server_timing)) => {
+                self.rebase_start(start);
+                self.on_server_timing(server_timing);
+            }
+            None => self.server_timing_seen = false,
+        }
+    }
+
     /// Moves `start` back to `t` (a reconnect's request start, known from Resource Timing
     /// only after the fact; its record began at `open`). Never moves it forward.
     pub fn rebase_start(&mut self, t: f64) {
@@ -360,8 +379,8 @@ impl Timeline {
     }
 
     /// The stream finished (`Ok` = body fully read), was aborted, failed, or is being cut off
-    /// by page hide/unload (`Partial`). A status ≥ 400 or an in-band error event turns a
-    /// complete read into `error`. Idempotent: the first end wins.
+    /// by page hide/unload (`Partial`). A status ≥ 400 turns a complete read into `error`; an
+    /// in-band error event turns any end into `error`. Idempotent: the first end wins.
     pub fn on_end(&mut self, t: f64, outcome: Outcome) {
         if self.is_ended() {
             return;
@@ -381,8 +400,13 @@ impl Timeline {
             Outcome::Aborted | Outcome::Error if self.content.done => Outcome::Ok,
             o => o,
         };
+        // An in-band error event (a provider's overload or server error mid-answer) failed the
+        // answer whatever ends the read after it: the official openai and anthropic clients
+        // abort the fetch right after one (`finally { if (!done) controller.abort() }`), which
+        // must not read as the user's cancel — nor a page unload as a mere `partial`.
         let outcome = match outcome {
-            Outcome::Ok if self.status >= 400 || self.content.error_event => Outcome::Error,
+            _ if self.content.error_event => Outcome::Error,
+            Outcome::Ok if self.status >= 400 => Outcome::Error,
             o => o,
         };
         self.end = Some(t);
