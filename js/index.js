@@ -256,11 +256,10 @@ async function start(options, nativeFetch, nativeEventSource, undo) {
         fail(e);
       }
     },
-    /** Request `h` for `url` began: the app's route template, if one matches; paint
-     * observation notes the container's text so far. */
-    began(h, url) {
-      const template = opts.urlTemplates.length ? templateOf(opts.urlTemplates, url) : '';
-      if (template) state.core.set_route(h, template);
+    /** The app's route template for `url` (its urlTemplates), or '': the core records it. */
+    route: (url) => templateOf(opts.urlTemplates, url),
+    /** A request began (paint observation notes the container's text so far). */
+    began(h) {
       paint.began(h);
     },
     /** Its response is measured (a stream, or `match`ed): bind its answer element. */

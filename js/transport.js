@@ -34,11 +34,11 @@ export function makeTransport(live, url, nativeFetch, fail, encode, template) {
   const nav = g.navigator;
   let timer = 0;
   let keepaliveBytes = 0;
-  // The beacon's `page`: the core takes the path of the page's URL and templates it like a
-  // record's `url` (no conversation id in it).
+  // The beacon's `page`: the core templates the page's path like a record's `url` (no
+  // conversation id in it).
   const take = (core, max, reason, urgent, t) => {
-    const href = g.location ? g.location.href : '';
-    return core.transport_take(max, reason, urgent, href, template(href), t, sentAt(t));
+    const loc = g.location;
+    return core.transport_take(max, reason, urgent, loc ? loc.pathname : '', loc ? template(loc.href) : '', t, sentAt(t));
   };
   // `sentAt` is on the records' clock (their startEpochMs is performance.timeOrigin + t), so
   // the collector's received − sentAt measures exactly the skew of the times it stores.

@@ -279,9 +279,7 @@ fn recorded_urls_are_templated_and_the_app_template_wins() {
     let url = "https://chat.example/v1/threads/thread_9QxZr4kLmN2pT7vB1cD5eF8g/runs/98765?conv=3f6c1e2a-9b4d-4c8e-a1f0-7d2b5e9c4a61";
     let run = |s: &mut Session, route: Option<&str>| {
         let h = s.begin(url, "POST", 0.0, 0.0, &[7u8; 32]);
-        if let Some(r) = route {
-            s.set_route(h, r);
-        }
+        s.get(h).unwrap().ident.route = route.map(String::from);
         s.get(h).unwrap().on_headers(10.0, 200, "text/event-stream", false);
         s.end(h, 30.0, Outcome::Ok);
         s.take_finished().remove(0)

@@ -155,24 +155,19 @@ impl Config {
     /// (`template`: the app's route template, when one of its `urlTemplates` matched), and
     /// the query and fragment unless stripped.
     pub fn record_url(&self, url: &str, template: Option<&str>) -> String {
-        self.recorded(url, template, true)
-    }
-
-    /// The beacon's `page`: the path of `href` (the page's URL), as `record_url` has it.
-    pub fn page(&self, href: &str, template: Option<&str>) -> String {
-        self.recorded(href, template, false)
-    }
-
-    fn recorded(&self, url: &str, template: Option<&str>, whole: bool) -> String {
         let (origin, path, rest) = split(url);
-        let mut out = String::new();
-        if whole {
-            out.push_str(origin);
-        }
+        let mut out = String::from(origin);
         push_route(&mut out, path, template, self.template_ids);
-        if whole && !self.strip_query {
+        if !self.strip_query {
             out.push_str(rest);
         }
+        String::from(truncate(&out, MAX_URL))
+    }
+
+    /// The beacon's `page`: the page's path (`location.pathname`), as `record_url` has it.
+    pub fn page(&self, path: &str, template: Option<&str>) -> String {
+        let mut out = String::new();
+        push_route(&mut out, path, template, self.template_ids);
         String::from(truncate(&out, MAX_URL))
     }
 
@@ -264,13 +259,12 @@ mod tests {
     fn recorded_urls_and_pages() {
         let uuid = "3f6c1e2a-9b4d-4c8e-a1f0-7d2b5e9c4a61";
         let api = ["https://api.example.com/v1/threads/thread_9QxZr4kLmN2pT7vB1cD5eF8g/chat/completions?user=", uuid, "#x"].concat();
-        let page = ["https://chat.example.com/c/", uuid, "?model=gpt-4o"].concat();
+        let page = ["/c/", uuid].concat();
         let c = Config::default();
         assert_eq!(c.record_url(&api, None), "https://api.example.com/v1/threads/:id/chat/completions");
         assert_eq!(c.record_url(&api, Some("/v1/threads/:thread/chat/completions")), "https://api.example.com/v1/threads/:thread/chat/completions");
         assert_eq!(c.page(&page, None), "/c/:id");
         assert_eq!(c.page(&page, Some("/c/:conversation")), "/c/:conversation");
-        assert_eq!(c.page("https://chat.example.com", None), "");
         // `stripQuery: false` keeps the query as it is (the app asked for it).
         let keep = Config { strip_query: false, ..Config::default() };
         assert!(keep.record_url(&api, None).ends_with("/v1/threads/:id/chat/completions?user=3f6c1e2a-9b4d-4c8e-a1f0-7d2b5e9c4a61#x"));

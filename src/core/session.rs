@@ -193,14 +193,6 @@ impl Session {
         s
     }
 
-    /// One of the app's `urlTemplates` matched the request `h` (js/index.js tests them: they
-    /// may be RegExps): its recorded path is `template`, as given.
-    pub fn set_route(&mut self, h: Handle, template: &str) {
-        if let Some(tl) = self.get(h) {
-            tl.ident.route = Some(template.into());
-        }
-    }
-
     /// The app's request already carried a `traceparent`: use its ids, send nothing more.
     /// An invalid one is left alone (the app sends it as it is) and ours is not added.
     pub fn adopt_traceparent(&mut self, h: Handle, value: &str) {

@@ -36,18 +36,13 @@ impl Core {
         MAX_PAYLOAD as u32
     }
 
-    /// Starts a fetch request's record. `interaction`: the user action's time, or < 0.
-    pub fn begin(&mut self, url: &str, method: &str, t: f64, epoch_ms: f64, random: &[u8], interaction: f64) -> u32 {
+    /// Starts a fetch request's record. `interaction`: the user action's time, or < 0;
+    /// `route`: the app's template for the URL's path (`urlTemplates`), or "".
+    #[allow(clippy::too_many_arguments)]
+    pub fn begin(&mut self, url: &str, method: &str, t: f64, epoch_ms: f64, random: &[u8], interaction: f64, route: &str) -> u32 {
         let h = self.session.begin(url, method, t, epoch_ms, random);
-        if let Some(tl) = self.session.get(h) {
-            tl.interaction = (interaction >= 0.0).then_some(interaction);
-        }
+        started(&mut self.session, h, interaction, route);
         h
-    }
-
-    /// One of the app's `urlTemplates` matched request `h`: its recorded path is `template`.
-    pub fn set_route(&mut self, h: u32, template: &str) {
-        self.session.set_route(h, template);
     }
 
     pub fn traceparent(&mut self, h: u32) -> String {
@@ -138,11 +133,10 @@ impl Core {
         first: &[u8],
         send_trace: bool,
         interaction: f64,
+        route: &str,
     ) -> u32 {
         let h = self.session.begin_eventsource(url, t, epoch_ms, random, first, send_trace);
-        if let Some(tl) = self.session.get(h) {
-            tl.interaction = (interaction >= 0.0).then_some(interaction);
-        }
+        started(&mut self.session, h, interaction, route);
         h
     }
 
@@ -201,12 +195,12 @@ impl Core {
     }
 
     /// The next payload (≤ `max_bytes`), or undefined; `urgent` ignores the backoff hold.
-    /// `href`: the page's URL, whose path becomes the beacon's `page` (templated like a
-    /// record's `url`; `page_template`: the app's template for it, or ""). `sent_at`: epoch
+    /// `path`: the page's path (`location.pathname`), the beacon's `page` once templated like
+    /// a record's `url` (`page_template`: the app's template for it, or ""). `sent_at`: epoch
     /// ms on the records' clock (`performance.timeOrigin + t`), the beacon's `sentAt`.
     #[allow(clippy::too_many_arguments)]
-    pub fn transport_take(&mut self, max_bytes: u32, reason: &str, urgent: bool, href: &str, page_template: &str, t: f64, sent_at: f64) -> Option<String> {
-        let page = self.session.cfg.page(href, (!page_template.is_empty()).then_some(page_template));
+    pub fn transport_take(&mut self, max_bytes: u32, reason: &str, urgent: bool, path: &str, page_template: &str, t: f64, sent_at: f64) -> Option<String> {
+        let page = self.session.cfg.page(path, (!page_template.is_empty()).then_some(page_template));
         self.session.beacon.as_mut()?.take(max_bytes as usize, reason, urgent, &page, t, sent_at)
     }
 
@@ -240,6 +234,15 @@ impl Core {
     /// (what it returns comes back through `transport_queue`).
     pub fn take_records(&mut self, outgoing: bool) -> String {
         json_array(if outgoing { self.session.take_outgoing() } else { self.session.take_finished() })
+    }
+}
+
+/// What `begin` and `es_begin` set from the facade: the user action's time (< 0: none) and
+/// the app's route template ("" when none of its `urlTemplates` matched).
+fn started(session: &mut Session, h: u32, interaction: f64, route: &str) {
+    if let Some(tl) = session.get(h) {
+        tl.interaction = (interaction >= 0.0).then_some(interaction);
+        tl.ident.route = (!route.is_empty()).then(|| route.into());
     }
 }
 
