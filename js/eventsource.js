@@ -71,8 +71,8 @@ export function makeEventSource(ctx, Native, param) {
   if (typeof param != 'string') param = '';
   // Reconnect attempts are not caused by a user action: no interaction (-1).
   const begin = (core, m, t, first) => {
-    const h = core.es_begin(m.url, t, performance.timeOrigin + t, ctx.random(), first, !!param, -1, ctx.route(m.url));
-    ctx.began(h);
+    const h = core.es_begin(m.url, t, performance.timeOrigin + t, ctx.random(), first, !!param, -1);
+    ctx.began(h, m.url);
     return h;
   };
 
@@ -135,8 +135,8 @@ export function makeEventSource(ctx, Native, param) {
       try {
         if (abs && ctx.match(abs, 'GET')) {
           m = { url: abs, target: abs, since: t, r: ctx.random(), types: new Set(['open', 'error', 'message', 'trace']) };
-          m.h = core.es_begin(abs, t, performance.timeOrigin + t, m.r, [], !!param, ctx.interaction(t), ctx.route(abs));
-          ctx.began(m.h);
+          m.h = core.es_begin(abs, t, performance.timeOrigin + t, m.r, [], !!param, ctx.interaction(t));
+          ctx.began(m.h, abs);
           const tp = param && core.traceparent(m.h);
           if (tp) {
             const u = new URL(abs);

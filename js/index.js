@@ -256,10 +256,11 @@ async function start(options, nativeFetch, nativeEventSource, undo) {
         fail(e);
       }
     },
-    /** The app's route template for `url` (its urlTemplates), or '': the core records it. */
-    route: (url) => templateOf(opts.urlTemplates, url),
-    /** A request began (paint observation notes the container's text so far). */
-    began(h) {
+    /** Request `h` for `url` began: the app's route template, if one matches, goes to the
+     * core; paint observation notes the container's text so far. */
+    began(h, url) {
+      const template = templateOf(opts.urlTemplates, url);
+      if (template) state.core.set_route(h, template);
       paint.began(h);
     },
     /** Its response is measured (a stream, or `match`ed): bind its answer element. */

@@ -94,12 +94,8 @@ export function normalize(options) {
  */
 export function templateOf(templates, url) {
   for (const { match, template } of templates) {
-    if (typeof match === 'string') {
-      if (url.includes(match)) return template;
-    } else {
-      match.lastIndex = 0; // a /g or /y RegExp keeps state between test() calls
-      if (match.test(url)) return template;
-    }
+    // (lastIndex: a /g or /y RegExp keeps state between test() calls.)
+    if (typeof match === 'string' ? url.includes(match) : ((match.lastIndex = 0), match.test(url))) return template;
   }
   return '';
 }

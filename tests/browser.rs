@@ -60,7 +60,8 @@ data: {\"choices\":[],\"usage\":{\"completion_tokens\":2}}\n\ndata: [DONE]\n\n";
 #[wasm_bindgen_test]
 fn same_origin_request_gets_a_traceparent_and_a_full_record() {
     let mut c = core();
-    let h = c.begin("http://127.0.0.1:8080/v1/chat/completions?q=secret", "post", 100.0, 1.7e12, &[7u8; 32], -1.0, "/v1/chat/:kind");
+    let h = c.begin("http://127.0.0.1:8080/v1/chat/completions?q=secret", "post", 100.0, 1.7e12, &[7u8; 32], -1.0);
+    c.set_route(h, "/v1/chat/:kind");
     let tp = c.traceparent(h);
     assert_eq!(tp.len(), 55, "{tp}");
     assert!(tp.starts_with("00-") && tp.ends_with("-01"));
@@ -111,7 +112,7 @@ fn other_origins_get_no_traceparent_unless_allowlisted() {
         ("https://other.example.com/v1/chat", true),
         ("https://other.example.com/v2/chat", false),
     ] {
-        let h = c.begin(url, "GET", 0.0, 0.0, &[1u8; 32], -1.0, "");
+        let h = c.begin(url, "GET", 0.0, 0.0, &[1u8; 32], -1.0);
         assert_eq!(!c.traceparent(h).is_empty(), allowed, "{url}");
         c.end(h, 0.0, 4); // forget
     }
@@ -121,7 +122,7 @@ fn other_origins_get_no_traceparent_unless_allowlisted() {
 #[wasm_bindgen_test]
 fn server_trace_is_adopted_when_nothing_was_propagated() {
     let mut c = core();
-    let h = c.begin("https://evil.example.com/v1/chat", "GET", 0.0, 0.0, &[1u8; 32], -1.0, "");
+    let h = c.begin("https://evil.example.com/v1/chat", "GET", 0.0, 0.0, &[1u8; 32], -1.0);
     let hs = headers(&[
         ("content-type", "text/event-stream"),
         ("traceresponse", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
@@ -137,12 +138,12 @@ fn server_trace_is_adopted_when_nothing_was_propagated() {
 fn non_stream_responses_are_not_measured_unless_matched() {
     let mut c = core();
     let json = headers(&[("content-type", "application/json")]);
-    let h = c.begin("http://127.0.0.1:8080/api", "GET", 0.0, 0.0, &[2u8; 32], -1.0, "");
+    let h = c.begin("http://127.0.0.1:8080/api", "GET", 0.0, 0.0, &[2u8; 32], -1.0);
     assert!(!c.response(h, 1.0, 200, &json, false));
     c.end(h, 2.0, 0);
     assert!(c.take_records(false).is_empty());
     // Matched by the user's `match`: measured whatever the type; an HTTP error is an error.
-    let h = c.begin("http://127.0.0.1:8080/api", "GET", 0.0, 0.0, &[3u8; 32], -1.0, "");
+    let h = c.begin("http://127.0.0.1:8080/api", "GET", 0.0, 0.0, &[3u8; 32], -1.0);
     assert!(c.response(h, 1.0, 500, &json, true));
     c.chunk(h, 2.0, b"{\"error\":\"boom\"}");
     c.end(h, 3.0, 0);
@@ -154,7 +155,7 @@ fn non_stream_responses_are_not_measured_unless_matched() {
 #[wasm_bindgen_test]
 fn app_traceparent_is_respected() {
     let mut c = core();
-    let h = c.begin("http://127.0.0.1:8080/v1/chat", "POST", 0.0, 0.0, &[4u8; 32], -1.0, "");
+    let h = c.begin("http://127.0.0.1:8080/v1/chat", "POST", 0.0, 0.0, &[4u8; 32], -1.0);
     c.adopt_traceparent(h, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
     assert!(c.response(h, 1.0, 200, &headers(&[("content-type", "text/event-stream")]), false));
     c.end(h, 2.0, 1);
@@ -171,14 +172,14 @@ fn app_traceparent_is_respected() {
 fn eventsource_attempts_and_reconnects() {
     let mut c = core();
     let first = [3u8; 32];
-    let h = c.es_begin("http://127.0.0.1:8080/v1/stream?x=1", 100.0, 1.7e12, &first, &[], false, -1.0, "");
+    let h = c.es_begin("http://127.0.0.1:8080/v1/stream?x=1", 100.0, 1.7e12, &first, &[], false, -1.0);
     assert_eq!(c.traceparent(h), "", "nothing propagates unless opted in");
     c.es_message(h, 120.0, "", "", ""); // open
     c.es_message(h, 150.0, "message_start", "{\"type\":\"message_start\",\"message\":{}}", "");
     c.es_message(h, 170.0, "content_block_delta", "{\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi ✓\"}}", "0");
     c.es_message(h, 190.0, "message_stop", "{\"type\":\"message_stop\"}", "1");
     c.es_end(h, 200.0, false, 100.4, "queue;dur=2,trace;desc=\"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\"");
-    let h2 = c.es_begin("http://127.0.0.1:8080/v1/stream?x=1", 3300.0, 1.7e12 + 3200.0, &[4u8; 32], &first, false, -1.0, "");
+    let h2 = c.es_begin("http://127.0.0.1:8080/v1/stream?x=1", 3300.0, 1.7e12 + 3200.0, &[4u8; 32], &first, false, -1.0);
     c.es_message(h2, 3300.0, "", "", "");
     c.es_message(h2, 3350.0, "trace", "4bf92f3577b34da6a3ce929d0e0e4736", "");
     c.es_end(h2, 3360.0, true, 3297.5, "");

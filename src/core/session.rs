@@ -60,12 +60,12 @@ fn send(beacon: &mut Option<BeaconQueue>, outgoing: &mut Vec<String>, hook: bool
         queue.push(json, t);
         return;
     }
-    if outgoing.len() >= MAX_FINISHED {
+    if outgoing.len() < MAX_FINISHED {
+        outgoing.push(json);
+    } else {
         // The facade stopped draining (measurement failed): bounded, and counted.
-        outgoing.remove(0);
         queue.dropped_one();
     }
-    outgoing.push(json);
 }
 
 /// The running timeline `h` refers to; `None` for a stale handle (its slot's generation moved on).

@@ -36,13 +36,22 @@ impl Core {
         MAX_PAYLOAD as u32
     }
 
-    /// Starts a fetch request's record. `interaction`: the user action's time, or < 0;
-    /// `route`: the app's template for the URL's path (`urlTemplates`), or "".
-    #[allow(clippy::too_many_arguments)]
-    pub fn begin(&mut self, url: &str, method: &str, t: f64, epoch_ms: f64, random: &[u8], interaction: f64, route: &str) -> u32 {
+    /// Starts a fetch request's record. `interaction`: the user action's time, or < 0.
+    pub fn begin(&mut self, url: &str, method: &str, t: f64, epoch_ms: f64, random: &[u8], interaction: f64) -> u32 {
         let h = self.session.begin(url, method, t, epoch_ms, random);
-        started(&mut self.session, h, interaction, route);
+        if let Some(tl) = self.session.get(h) {
+            tl.interaction = (interaction >= 0.0).then_some(interaction);
+        }
         h
+    }
+
+    /// One of the app's `urlTemplates` matched request `h` (fetch or EventSource): its
+    /// recorded path is `template`. (A call of its own rather than a parameter of `begin`:
+    /// measured, 0.2 KB less brotli in the shipped wasm.)
+    pub fn set_route(&mut self, h: u32, template: &str) {
+        if let Some(tl) = self.session.get(h) {
+            tl.ident.route = Some(template.into());
+        }
     }
 
     pub fn traceparent(&mut self, h: u32) -> String {
@@ -133,10 +142,11 @@ impl Core {
         first: &[u8],
         send_trace: bool,
         interaction: f64,
-        route: &str,
     ) -> u32 {
         let h = self.session.begin_eventsource(url, t, epoch_ms, random, first, send_trace);
-        started(&mut self.session, h, interaction, route);
+        if let Some(tl) = self.session.get(h) {
+            tl.interaction = (interaction >= 0.0).then_some(interaction);
+        }
         h
     }
 
@@ -234,15 +244,6 @@ impl Core {
     /// (what it returns comes back through `transport_queue`).
     pub fn take_records(&mut self, outgoing: bool) -> String {
         json_array(if outgoing { self.session.take_outgoing() } else { self.session.take_finished() })
-    }
-}
-
-/// What `begin` and `es_begin` set from the facade: the user action's time (< 0: none) and
-/// the app's route template ("" when none of its `urlTemplates` matched).
-fn started(session: &mut Session, h: u32, interaction: f64, route: &str) {
-    if let Some(tl) = session.get(h) {
-        tl.interaction = (interaction >= 0.0).then_some(interaction);
-        tl.ident.route = (!route.is_empty()).then(|| route.into());
     }
 }
 
