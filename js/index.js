@@ -214,7 +214,8 @@ async function start(options, nativeFetch, nativeEventSource, undo) {
       }
     }
     for (const r of outgoing) sendEdited(r);
-    // The core queued the same records for the collector; send when it says so.
+    // The core queued the records for the collector (beforeSend's through transport_queue);
+    // send when it says so.
     try {
       if (transport) transport.schedule();
     } catch (e) {

@@ -4,8 +4,8 @@
 
 use alloc::{string::String, vec::Vec};
 use crate::core::config::Config;
-use crate::core::util::hex;
 use crate::core::util::url::strip_query;
+use crate::core::util::hex;
 use crate::core::util::json_write::JsonWriter;
 use crate::core::record;
 use crate::core::request::kinds::{Outcome, TraceSource, Via};
@@ -97,11 +97,12 @@ impl Session {
         let trace = ours;
         let mut id = String::with_capacity(16);
         hex::push_hex(&mut id, &r[24..32]);
+        let url = if self.cfg.strip_query { strip_query(url) } else { url };
         let ident = Identity {
             id,
             trace,
             trace_source,
-            url: String::from(if self.cfg.strip_query { strip_query(url) } else { url }),
+            url: url.into(),
             route: None,
             method: method.to_ascii_uppercase(),
             start_epoch_ms: epoch_ms,
