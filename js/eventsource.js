@@ -72,7 +72,7 @@ export function makeEventSource(ctx, Native, param) {
   // Reconnect attempts are not caused by a user action: no interaction (-1).
   const begin = (core, m, t, first) => {
     const h = core.es_begin(m.url, t, performance.timeOrigin + t, ctx.random(), first, !!param, -1);
-    ctx.began(h);
+    ctx.began(h, m.url);
     return h;
   };
 
@@ -136,7 +136,7 @@ export function makeEventSource(ctx, Native, param) {
         if (abs && ctx.match(abs, 'GET')) {
           m = { url: abs, target: abs, since: t, r: ctx.random(), types: new Set(['open', 'error', 'message', 'trace']) };
           m.h = core.es_begin(abs, t, performance.timeOrigin + t, m.r, [], !!param, ctx.interaction(t));
-          ctx.began(m.h);
+          ctx.began(m.h, abs);
           const tp = param && core.traceparent(m.h);
           if (tp) {
             const u = new URL(abs);

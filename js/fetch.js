@@ -29,7 +29,7 @@ function outcomeOf(err) {
  *   live() → the core or null when measurement is off;  nativeFetch;  base() → base URL;
  *   match(url, method) → 0 skip, 1 measure if the response is a stream, 2 measure always;
  *   random() → 32 random bytes;  interaction(t) → pending user-action time or -1;
- *   began(h) after core.begin;  confirmed(h) once the response is measured;  end(h, outcome);
+ *   began(h, url) after core.begin;  confirmed(h) once the response is measured;  end(h, outcome);
  *   settled(h, done) when the core let go of h;  fail(err).
  */
 export function makeFetch(ctx) {
@@ -49,7 +49,7 @@ export function makeFetch(ctx) {
       if (m) {
         measureAny = m === 2;
         h = core.begin(url, method, t, performance.timeOrigin + t, ctx.random(), ctx.interaction(t));
-        ctx.began(h);
+        ctx.began(h, url);
         const tp = core.traceparent(h);
         if (tp) args = withTraceparent(core, h, tp, input, init);
       }

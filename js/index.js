@@ -4,7 +4,7 @@
 
 import { makeFetch } from './fetch.js';
 import { makeEventSource } from './eventsource.js';
-import { normalize } from './options.js';
+import { normalize, templateOf } from './options.js';
 import { makeTransport } from './transport.js';
 import { makePaint, clockStep } from './paint.js';
 
@@ -69,6 +69,9 @@ async function loadCore(opts, sampled, session) {
     stallThresholdMs: opts.stallThresholdMs, // unset: the core's default
     clockStepMs: clockStep(),
     stripQuery: opts.stripQuery,
+    templateIds: opts.templateIds,
+    // Records wait for the hook only when there is somewhere to send them.
+    beforeSend: !!(opts.beforeSend && opts.collector),
     sampled,
     budgets: Object.entries(opts.budgets),
     beacon: opts.collector ? { sdk: 'llm-rum/' + VERSION, session } : null,
@@ -160,14 +163,43 @@ async function start(options, nativeFetch, nativeEventSource, undo) {
     warn('measurement disabled: the wasm core did not load', e);
   }
 
+  // beforeSend runs after onRecord (which sees every record as measured, for the page's own
+  // use), on its own copy, once per record on its way to the collector — a `partial`
+  // snapshot on page hide and its completed record are one each. Synchronous: the page may
+  // be unloading, its urgent flush follows at once. What it returns goes to the core's
+  // queue (false/null: dropped; undefined: the copy as edited in place); a hook that throws
+  // or returns anything else drops that record: it may have been there to scrub it.
+  const hook = !!(opts.beforeSend && opts.collector);
+  const sendEdited = (r) => {
+    let v;
+    try {
+      v = opts.beforeSend(r);
+      if (v === undefined) v = r;
+      // A Promise is not awaited (the page may be unloading).
+      if (v && (typeof v !== 'object' || typeof v.then === 'function')) throw new TypeError('expected the record or false');
+      v = v && JSON.stringify(v); // one JSON text is one line, as transport_queue takes them
+    } catch (e) {
+      state.warnOnce('beforeSend', 'beforeSend failed (contained); record dropped', e);
+      return;
+    }
+    try {
+      if (v && state.core) state.core.transport_queue(v, performance.now());
+    } catch (e) {
+      fail(e);
+    }
+  };
+
   const deliver = () => {
     const core = state.core;
     if (!core) return;
-    let records;
+    let records, outgoing;
     try {
-      const text = core.take_records();
-      if (!text) return;
-      records = JSON.parse(text);
+      const text = core.take_records(false);
+      // With beforeSend: the records (and partial snapshots) on their way to the collector.
+      const out = hook ? core.take_records(true) : '';
+      if (!text && !out) return;
+      records = text ? JSON.parse(text) : [];
+      outgoing = out ? JSON.parse(out) : [];
     } catch (e) {
       fail(e); // reached from timers and frame callbacks: nothing may escape into the page
       return;
@@ -181,7 +213,9 @@ async function start(options, nativeFetch, nativeEventSource, undo) {
         }
       }
     }
-    // The core queued the same records for the collector; send when it says so.
+    for (const r of outgoing) sendEdited(r);
+    // The core queued the records for the collector (beforeSend's through transport_queue);
+    // send when it says so.
     try {
       if (transport) transport.schedule();
     } catch (e) {
@@ -223,8 +257,11 @@ async function start(options, nativeFetch, nativeEventSource, undo) {
         fail(e);
       }
     },
-    /** A request began (paint observation notes the container's text so far). */
-    began(h) {
+    /** Request `h` for `url` began: the app's route template, if one matches, goes to the
+     * core; paint observation notes the container's text so far. */
+    began(h, url) {
+      const template = templateOf(opts.urlTemplates, url);
+      if (template) state.core.set_route(h, template);
       paint.began(h);
     },
     /** Its response is measured (a stream, or `match`ed): bind its answer element. */
@@ -257,13 +294,16 @@ async function start(options, nativeFetch, nativeEventSource, undo) {
   let encode = null;
   if (state.core && opts.collector && opts.exporter === 'otlp') {
     try {
-      encode = (await import('./otlp.js')).toOtlp;
+      const { toOtlp } = await import('./otlp.js');
+      encode = (payload) => toOtlp(payload, opts.templateIds);
     } catch (e) {
       warn('the OTLP exporter did not load; sending v1 JSON beacons', e);
     }
   }
   const transport =
-    state.core && opts.collector ? makeTransport(() => state.core, new URL(opts.collector, state.base()).href, nativeFetch, fail, encode) : null;
+    state.core && opts.collector
+      ? makeTransport(() => state.core, new URL(opts.collector, state.base()).href, nativeFetch, fail, encode, (href) => templateOf(opts.urlTemplates, href))
+      : null;
   if (transport) undo.push(() => transport.stop());
   if (transport) transport.restore();
   const flushNow = () => (transport ? transport.flush() : Promise.resolve());

@@ -25,15 +25,21 @@ function retryAfter(res) {
 
 /**
  * `live()` → the core or null; `url` the collector; `nativeFetch`; `fail(e)` disables;
- * `encode`: null for the v1 JSON beacon, or a payload → OTLP/HTTP JSON converter (otlp.js).
+ * `encode`: null for the v1 JSON beacon, or a payload → OTLP/HTTP JSON converter (otlp.js);
+ * `template(href)`: the app's route template for the page, or ''.
  * Returns { schedule(), flush(reason), urgent(reason), restore(), stop() }.
  */
-export function makeTransport(live, url, nativeFetch, fail, encode) {
+export function makeTransport(live, url, nativeFetch, fail, encode, template) {
   const g = globalThis;
   const nav = g.navigator;
   let timer = 0;
   let keepaliveBytes = 0;
-  const page = () => (g.location ? g.location.pathname : '');
+  // The beacon's `page`: the core templates the page's path like a record's `url` (no
+  // conversation id in it).
+  const take = (core, max, reason, urgent, t) => {
+    const loc = g.location;
+    return core.transport_take(max, reason, urgent, loc ? loc.pathname : '', loc ? template(loc.href) : '', t, sentAt(t));
+  };
   // `sentAt` is on the records' clock (their startEpochMs is performance.timeOrigin + t), so
   // the collector's received − sentAt measures exactly the skew of the times it stores.
   const sentAt = (t) => performance.timeOrigin + t;
@@ -101,7 +107,7 @@ export function makeTransport(live, url, nativeFetch, fail, encode) {
     guard((core) => {
       for (let i = 0; i < 64; i++) {
         const t = performance.now();
-        const payload = core.transport_take(core.max_payload, reason, false, page(), t, sentAt(t));
+        const payload = take(core, core.max_payload, reason, false, t);
         if (payload === undefined) break;
         sends.push(send(payload, core.transport_last_batch()));
       }
@@ -118,7 +124,7 @@ export function makeTransport(live, url, nativeFetch, fail, encode) {
       guard((core) => {
         for (let i = 0; i < 64; i++) {
           const t = performance.now();
-          const payload = core.transport_take(core.max_payload, reason, true, page(), t, sentAt(t));
+          const payload = take(core, core.max_payload, reason, true, t);
           if (payload === undefined) break;
           send(payload, core.transport_last_batch());
         }
@@ -130,7 +136,7 @@ export function makeTransport(live, url, nativeFetch, fail, encode) {
       let max = core.max_payload;
       // transport_due_at() < 0: the queue is empty.
       for (let i = 0; i < 64 && core.transport_due_at() >= 0; i++) {
-        const payload = core.transport_take(max, reason, true, page(), t, sentAt(t));
+        const payload = take(core, max, reason, true, t);
         if (payload !== undefined) {
           const batch = core.transport_last_batch();
           let ok = false;
@@ -171,7 +177,7 @@ export function makeTransport(live, url, nativeFetch, fail, encode) {
       text = null;
     }
     if (text) {
-      guard((core) => core.transport_restore(text, performance.now()));
+      guard((core) => core.transport_queue(text, performance.now()));
       flush('restore');
     }
   }
