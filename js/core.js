@@ -52,6 +52,9 @@ export async function loadCore(opts, nativeFetch) {
       stallThresholdMs: opts.stallThresholdMs, // unset: the core's default (src/core/stalls.rs)
       clockStepMs: clockStep(),
       stripQuery: opts.stripQuery,
+      templateIds: opts.templateIds,
+      // Records wait for the hook only when there is somewhere to send them.
+      beforeSend: !!(opts.beforeSend && opts.collector),
       sampled: session.sampled,
       budgets: Object.entries(opts.budgets),
       beacon: opts.collector ? { sdk: 'llm-rum/' + VERSION, session: session.id } : null,

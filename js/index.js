@@ -4,12 +4,13 @@
 // console.warn. init() reads top to bottom:
 //   options.js   the options, checked (bad ones reported and replaced by their defaults)
 //   core.js      the wasm core, built from them; every call into it fenced
-//   deliver/     finished records → onRecord, and the beacon transport (otlp.js on demand)
+//   deliver/     finished records → onRecord (and beforeSend), the beacon transport (otlp.js
+//                on demand)
 //   capture/     paint.js (what the person saw), fetch.js and eventsource.js (the wrappers)
 //   lifecycle.js page hide/show and the user's actions
 // and then patches the globals and returns the Rum.
 
-import { normalize, base } from './options.js';
+import { normalize, base, templateOf } from './options.js';
 import { loadCore, VERSION } from './core.js';
 import { warn, warnerOnce } from './warn.js';
 import { randomBytes } from './ids.js';
@@ -65,7 +66,7 @@ async function start(options, native, undo) {
   // The modules: where records go, what the person saw, the page's life, the two wrappers.
   const transport = opts.collector ? await startTransport(core, opts, native.fetch) : null;
   if (transport) undo.push(transport.stop);
-  const deliver = makeDeliver(core, opts.onRecord, transport, warnOnce);
+  const deliver = makeDeliver(core, opts, transport, warnOnce);
   const paint = makePaint(core, opts, warnOnce, deliver);
   core.onFail(paint.stop); // its observers would otherwise run on for nothing
   undo.push(paint.stop);
@@ -78,6 +79,7 @@ async function start(options, native, undo) {
     match: makeMatcher(opts, warnOnce),
     random: randomBytes,
     interaction: life.interaction,
+    route: (url) => templateOf(opts.urlTemplates, url),
     began: paint.began,
     confirmed: paint.confirmed,
     settled(h, done) {

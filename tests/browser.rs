@@ -48,7 +48,7 @@ fn get(v: &JsValue, path: &str) -> JsValue {
 }
 
 fn records(c: &mut Core) -> JsValue {
-    let text = c.take_records();
+    let text = c.take_records(false);
     assert!(!text.is_empty(), "a record was expected");
     JSON::parse(&text).expect("records are valid JSON")
 }
@@ -62,6 +62,7 @@ data: {\"choices\":[],\"usage\":{\"completion_tokens\":2}}\n\ndata: [DONE]\n\n";
 fn same_origin_request_gets_a_traceparent_and_a_full_record() {
     let mut c = core();
     let h = c.begin("http://127.0.0.1:8080/v1/chat/completions?q=secret", "post", 100.0, 1.7e12, &[7u8; 32], -1.0);
+    c.set_route(h, "/v1/chat/:kind");
     let tp = c.traceparent(h);
     assert_eq!(tp.len(), 55, "{tp}");
     assert!(tp.starts_with("00-") && tp.ends_with("-01"));
@@ -78,7 +79,7 @@ fn same_origin_request_gets_a_traceparent_and_a_full_record() {
     c.end(h, 241.0, 0);
     let recs = records(&mut c);
     let r = Reflect::get(&recs, &0.into()).unwrap();
-    assert_eq!(get(&r, "url"), "http://127.0.0.1:8080/v1/chat/completions", "query stripped");
+    assert_eq!(get(&r, "url"), "http://127.0.0.1:8080/v1/chat/:kind", "query stripped, the app's route template applied");
     assert_eq!(get(&r, "method"), "POST");
     assert_eq!(get(&r, "outcome"), "ok");
     assert_eq!(get(&r, "format"), "openai-chat");
@@ -116,7 +117,7 @@ fn other_origins_get_no_traceparent_unless_allowlisted() {
         assert_eq!(!c.traceparent(h).is_empty(), allowed, "{url}");
         c.end(h, 0.0, FORGET);
     }
-    assert!(c.take_records().is_empty(), "discarded requests leave no record");
+    assert!(c.take_records(false).is_empty(), "discarded requests leave no record");
 }
 
 #[wasm_bindgen_test]
@@ -141,7 +142,7 @@ fn non_stream_responses_are_not_measured_unless_matched() {
     let h = c.begin("http://127.0.0.1:8080/api", "GET", 0.0, 0.0, &[2u8; 32], -1.0);
     assert!(!c.response(h, 1.0, 200, &json, false));
     c.end(h, 2.0, 0);
-    assert!(c.take_records().is_empty());
+    assert!(c.take_records(false).is_empty());
     // Matched by the user's `match`: measured whatever the type; an HTTP error is an error.
     let h = c.begin("http://127.0.0.1:8080/api", "GET", 0.0, 0.0, &[3u8; 32], -1.0);
     assert!(c.response(h, 1.0, 500, &json, true));

@@ -304,6 +304,65 @@ fn hidden_page_queues_partials_that_the_final_record_supersedes() {
 }
 
 #[test]
+fn recorded_urls_are_templated_and_the_app_template_wins() {
+    let mut s = session(&[]);
+    let url = "https://chat.example/v1/threads/thread_9QxZr4kLmN2pT7vB1cD5eF8g/runs/98765?conv=3f6c1e2a-9b4d-4c8e-a1f0-7d2b5e9c4a61";
+    let run = |s: &mut Session, route: Option<&str>| {
+        let h = s.begin(url, "POST", 0.0, 0.0, &[7u8; 32]);
+        s.get(h).unwrap().ident.route = route.map(String::from);
+        s.get(h).unwrap().on_headers(10.0, 200, "text/event-stream", false);
+        s.end(h, 30.0, Outcome::Ok);
+        s.take_finished().remove(0)
+    };
+    let rec = run(&mut s, None);
+    has(&rec, "\"url\":\"https://chat.example/v1/threads/:id/runs/:id\"");
+    assert!(!rec.contains("9QxZr4") && !rec.contains("98765") && !rec.contains("3f6c1e2a"));
+    has(&run(&mut s, Some("/v1/threads/:thread/runs/:run")), "\"url\":\"https://chat.example/v1/threads/:thread/runs/:run\"");
+    // `templateIds: false`: the path as it is (the query still stripped).
+    s.cfg.template_ids = false;
+    has(&run(&mut s, None), "\"url\":\"https://chat.example/v1/threads/thread_9QxZr4kLmN2pT7vB1cD5eF8g/runs/98765\"");
+}
+
+/// With a `beforeSend` hook, nothing reaches the beacon queue on its own: finished records
+/// and partial snapshots wait in `take_outgoing` (bounded), and what the hook returns is
+/// queued through the queue's `restore`, where dedupe by id applies as to any record.
+#[test]
+fn before_send_holds_records_for_the_hook() {
+    use llm_rum::core::beacon::{queue::MAX_PAYLOAD, BeaconQueue, FlushReason};
+    let mut s = session(&[]);
+    s.cfg.before_send = true;
+    s.beacon = Some(BeaconQueue::new("llm-rum/t", "sess"));
+    let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[7u8; 32]);
+    s.get(h).unwrap().on_headers(10.0, 200, "text/event-stream", false);
+    s.get(h).unwrap().on_chunk(100.0, chunk("Hi").as_bytes());
+    s.snapshot_running(150.0);
+    s.end(h, 210.0, Outcome::Ok);
+    assert_eq!(s.beacon.as_ref().unwrap().queued(), 0, "nothing queued before the hook ran");
+    let out = s.take_outgoing();
+    assert_eq!(out.len(), 2);
+    has(&out[0], "\"outcome\":\"partial\"");
+    has(&out[1], "\"outcome\":\"ok\"");
+    assert_eq!(s.take_finished().len(), 1, "onRecord still sees the final record");
+    assert!(s.take_outgoing().is_empty());
+    // The hook returned both, the final one edited: same id, so it replaces the partial.
+    let edited = out[1].replacen("{", "{\"tenant\":\"acme\",", 1);
+    let tr = s.beacon.as_mut().unwrap();
+    tr.restore(&out[0], 300.0);
+    tr.restore(&edited, 300.0);
+    let p = tr.take(MAX_PAYLOAD, FlushReason::Timer, false, "/", 5000.0, -1.0).unwrap();
+    assert_eq!(p.matches("\"id\":").count(), 1);
+    has(&p, "\"tenant\":\"acme\"");
+    // Not drained (measurement failed in the page): bounded, and counted as dropped.
+    for i in 0..(session::MAX_FINISHED + 5) {
+        let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[i as u8; 32]);
+        s.get(h).unwrap().on_headers(10.0, 200, "text/event-stream", false);
+        s.end(h, 30.0, Outcome::Ok);
+    }
+    assert_eq!(s.take_outgoing().len(), session::MAX_FINISHED);
+    assert_eq!(s.beacon.as_ref().unwrap().dropped(), 5);
+}
+
+#[test]
 fn streams_cut_while_the_page_unloads_are_partial() {
     let mut s = session(&[]);
     let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[7u8; 32]);

@@ -10,7 +10,7 @@
 // first listener of that type, so its stamp precedes the app's handler. It never wraps the
 // app's listeners: they receive the very same event objects.
 
-import { forget } from './requests.js';
+import { begun, forget } from './requests.js';
 import { SKIP } from './match.js';
 
 /** `readyState` of an EventSource that will not reconnect (HTML §"EventSource" CLOSED). */
@@ -107,7 +107,7 @@ function measured(cap, Native, param) {
   // Reconnect attempts are not caused by a user action: no interaction (-1).
   const begin = (core, m, t, first) => {
     const h = core.es_begin(m.url, t, performance.timeOrigin + t, cap.random(), first, !!param, -1);
-    cap.began(h);
+    begun(cap, core, h, m.url);
     return h;
   };
 
@@ -159,7 +159,7 @@ function measured(cap, Native, param) {
       /** @type {Measured} */
       const m = { url: abs, target: abs, since: t, r: cap.random(), types: new Set(['open', 'error', 'message', 'trace']), h: 0 };
       m.h = core.es_begin(abs, t, performance.timeOrigin + t, m.r, [], !!param, cap.interaction(t));
-      cap.began(m.h);
+      begun(cap, core, m.h, abs);
       const tp = param && core.traceparent(m.h);
       if (tp) {
         const u = new URL(abs);

@@ -10,7 +10,7 @@
 //   tee() + drain — so a reader's cancel() reaches the network and backpressure holds when
 //   the app reads slowly.
 
-import { end, forget } from './requests.js';
+import { begun, end, forget } from './requests.js';
 import { OK, ABORTED, ERROR } from '../codes.js';
 import { SKIP, ALWAYS } from './match.js';
 
@@ -40,7 +40,7 @@ export function makeFetch(cap, nativeFetch) {
       const how = cap.match(url, method);
       if (how === SKIP) return null;
       const h = core.begin(url, method, t, performance.timeOrigin + t, cap.random(), cap.interaction(t));
-      cap.began(h);
+      begun(cap, core, h, url);
       const tp = core.traceparent(h);
       return { h, any: how === ALWAYS, args: tp ? withTraceparent(core, h, tp, input, init) : null };
     }, null);

@@ -15,6 +15,8 @@ import { FORGET } from '../codes.js';
  * @property {() => Uint8Array} random  32 random bytes: the request's trace, span and record ids
  * @property {(t: number) => number} interaction  the time of the user's action that caused a
  *   request starting at `t`, or -1 (lifecycle.js)
+ * @property {(url: string) => string} route  the app's route template for `url`
+ *   (`urlTemplates`), or '' (the core's own id rule applies)
  * @property {(h: number) => void} began  the core began `h` (paint notes the observed
  *   container's text so far)
  * @property {(h: number) => void} confirmed  `h`'s response is measured (a stream, or
@@ -23,6 +25,20 @@ import { FORGET } from '../codes.js';
  *   record is finished (false: it waits for the frame that paints the end of the answer).
  *   Paint follows, and finished records are delivered.
  */
+
+/**
+ * The core began `h` for `url` (inside the wrapper's fenced call): the app's route template
+ * for it goes to the core, and paint follows.
+ * @param {Capture} cap
+ * @param {import('../core.js').WasmCore} core
+ * @param {number} h
+ * @param {string} url
+ */
+export function begun(cap, core, h, url) {
+  const route = cap.route(url);
+  if (route) core.set_route(h, route);
+  cap.began(h);
+}
 
 /**
  * `h` ended: codes.js OK, ABORTED or ERROR. Called from promise and stream callbacks:

@@ -11,7 +11,7 @@
 // by code (codes.js FLUSH_*), one of the core's closed set (src/core/beacon/reason.rs).
 
 import { warn } from '../warn.js';
-import { base } from '../options.js';
+import { base, templateOf } from '../options.js';
 import { FLUSH_TIMER, FLUSH_MANUAL, FLUSH_ONLINE, FLUSH_RESTORE } from '../codes.js';
 
 const MIN_PAYLOAD = 4 * 1024;
@@ -45,7 +45,8 @@ function retryAfter(res) {
  * (its own chunk; if it does not load, v1 JSON beacons with one warning), and records an
  * earlier page load persisted are sent.
  * @param {import('../core.js').Core} core
- * @param {{ collector: string, exporter: 'json' | 'otlp' }} opts
+ * @param {{ collector: string, exporter: 'json' | 'otlp', templateIds: boolean,
+ *   urlTemplates: { match: string | RegExp, template: string }[] }} opts
  * @param {typeof fetch} nativeFetch
  * @returns {Promise<Transport>}
  */
@@ -53,31 +54,39 @@ export async function startTransport(core, opts, nativeFetch) {
   let encode = null;
   if (opts.exporter === 'otlp') {
     try {
-      encode = (await import('./otlp.js')).toOtlp;
+      const { toOtlp } = await import('./otlp.js');
+      encode = (payload) => toOtlp(payload, opts.templateIds);
     } catch (e) {
       warn('the OTLP exporter did not load; sending v1 JSON beacons', e);
     }
   }
-  const transport = makeTransport(core, new URL(opts.collector, base()).href, nativeFetch, encode);
+  const template = (href) => templateOf(opts.urlTemplates, href);
+  const transport = makeTransport(core, new URL(opts.collector, base()).href, nativeFetch, encode, template);
   transport.restore();
   return transport;
 }
 
 /**
  * `url` the collector; `encode`: null for the v1 JSON beacon, or a payload → OTLP/HTTP JSON
- * converter (otlp.js).
+ * converter (otlp.js); `template(href)`: the app's route template for the page, or ''.
  * @param {import('../core.js').Core} core
  * @param {string} url
  * @param {typeof fetch} nativeFetch
  * @param {((payload: string) => string) | null} encode
+ * @param {(href: string) => string} template
  * @returns {Transport & { restore(): void }}
  */
-function makeTransport(core, url, nativeFetch, encode) {
+function makeTransport(core, url, nativeFetch, encode, template) {
   const g = globalThis;
   const nav = g.navigator;
   let timer = 0;
   let keepaliveBytes = 0;
-  const page = () => (g.location ? g.location.pathname : '');
+  // The beacon's `page`: the core templates the page's path like a record's `url` (no
+  // conversation id in it).
+  const take = (c, max, reason, urgent, t) => {
+    const loc = g.location;
+    return c.transport_take(max, reason, urgent, loc ? loc.pathname : '', loc ? template(loc.href) : '', t, sentAt(t));
+  };
   // `sentAt` is on the records' clock (their startEpochMs is performance.timeOrigin + t), so
   // the collector's received − sentAt measures exactly the skew of the times it stores.
   const sentAt = (t) => performance.timeOrigin + t;
@@ -138,7 +147,7 @@ function makeTransport(core, url, nativeFetch, encode) {
     core.fenced((c) => {
       for (let i = 0; i < MAX_SENDS; i++) {
         const t = performance.now();
-        const payload = c.transport_take(core.maxPayload, reason, urgent, page(), t, sentAt(t));
+        const payload = take(c, core.maxPayload, reason, urgent, t);
         if (payload === undefined) break;
         sends.push(send(payload, c.transport_last_batch()));
       }
@@ -170,7 +179,7 @@ function makeTransport(core, url, nativeFetch, encode) {
       let max = core.maxPayload;
       // transport_due_at() < 0: the queue is empty.
       for (let i = 0; i < MAX_SENDS && c.transport_due_at() >= 0; i++) {
-        const payload = c.transport_take(max, reason, true, page(), t, sentAt(t));
+        const payload = take(c, max, reason, true, t);
         if (payload !== undefined) {
           const batch = c.transport_last_batch();
           let ok = false;
@@ -211,7 +220,7 @@ function makeTransport(core, url, nativeFetch, encode) {
       text = null;
     }
     if (text) {
-      core.fenced((c) => c.transport_restore(text, performance.now()));
+      core.fenced((c) => c.transport_queue(text, performance.now()));
       flush(FLUSH_RESTORE);
     }
   }

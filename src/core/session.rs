@@ -16,7 +16,7 @@ use crate::core::beacon::BeaconQueue;
 /// In-flight requests kept at once. A request the app never finishes reading (abandoned
 /// body) would otherwise pin its state forever; past this, the oldest is ended `partial`.
 pub const MAX_IN_FLIGHT: usize = 64;
-/// Finished records waiting for the beacon queue / `onRecord`.
+/// Finished records waiting for `onRecord`, and records waiting for `beforeSend`.
 pub const MAX_FINISHED: usize = 256;
 
 /// A handle: slot index in the low 8 bits, a generation above, so a stale handle from an
@@ -35,6 +35,10 @@ pub struct Session {
     slots: Vec<Slot>,
     seq: u64,
     finished: Vec<String>,
+    /// With a `beforeSend` hook: records (finished ones and `partial` snapshots) waiting for
+    /// it on their way to the beacon queue (`take_outgoing`; what it returns comes back
+    /// through the queue's `restore`).
+    outgoing: Vec<String>,
     /// Records dropped because `finished` was full (reported, never silently lost).
     pub dropped: u32,
     /// The beacon queue, when a collector is configured.
@@ -46,6 +50,23 @@ pub struct Session {
 
 /// The 32 random bytes a request needs: 16 trace id, 8 span id, 8 record id.
 pub const RANDOM_BYTES: usize = 32;
+
+/// A record (or a `partial` snapshot) for the collector: into the beacon queue, or, with a
+/// `beforeSend` hook (`hook`), to wait for it in `outgoing`. Without a collector there is
+/// nowhere to send. (A function of the fields it needs, so callers can hold other borrows.)
+fn send(beacon: &mut Option<BeaconQueue>, outgoing: &mut Vec<String>, hook: bool, json: String, t: f64) {
+    let Some(queue) = beacon.as_mut() else { return };
+    if !hook {
+        queue.push(json, t);
+        return;
+    }
+    if outgoing.len() < MAX_FINISHED {
+        outgoing.push(json);
+    } else {
+        // The facade stopped draining (measurement failed): bounded, and counted.
+        queue.dropped_one();
+    }
+}
 
 /// The running timeline `h` refers to; `None` for a stale handle (its slot's generation moved on).
 fn timeline_mut(slots: &mut [Slot], h: Handle) -> Option<&mut Timeline> {
@@ -59,7 +80,7 @@ fn timeline_mut(slots: &mut [Slot], h: Handle) -> Option<&mut Timeline> {
 impl Session {
     pub fn new(cfg: Config) -> Session {
         let beacon = cfg.beacon.as_ref().map(|b| BeaconQueue::new(&b.sdk, &b.session));
-        Session { cfg, slots: Vec::new(), seq: 0, finished: Vec::new(), dropped: 0, beacon, unloading: false }
+        Session { cfg, slots: Vec::new(), seq: 0, finished: Vec::new(), outgoing: Vec::new(), dropped: 0, beacon, unloading: false }
     }
 
     /// Starts a timeline for a request about to be sent. `url` is absolute. Returns the
@@ -82,6 +103,7 @@ impl Session {
             trace,
             trace_source,
             url: url.into(),
+            route: None,
             method: method.to_ascii_uppercase(),
             start_epoch_ms: epoch_ms,
         };
@@ -235,14 +257,17 @@ impl Session {
         }
         let mut w = JsonWriter::new();
         record::encode(&tl, &self.cfg, &mut w);
-        if let Some(tr) = self.beacon.as_mut() {
-            tr.push(w.out.clone(), t);
-        }
+        send(&mut self.beacon, &mut self.outgoing, self.cfg.before_send, w.out.clone(), t);
         if self.finished.len() >= MAX_FINISHED {
             self.finished.remove(0);
             self.dropped += 1;
         }
         self.finished.push(w.out);
+    }
+
+    /// Takes the records waiting for `beforeSend` (JSON object texts), oldest first.
+    pub fn take_outgoing(&mut self) -> Vec<String> {
+        core::mem::take(&mut self.outgoing)
     }
 
     /// The page is being hidden or unloaded: queue a `partial` record (marks so far) for
@@ -262,9 +287,7 @@ impl Session {
             record::encode(tl, &self.cfg, &mut w);
             tl.end = end;
             tl.outcome = outcome;
-            if let Some(tr) = self.beacon.as_mut() {
-                tr.push(w.out, t);
-            }
+            send(&mut self.beacon, &mut self.outgoing, self.cfg.before_send, w.out, t);
         }
     }
 

@@ -91,6 +91,10 @@ impl BeaconQueue {
     pub fn dropped(&self) -> u32 {
         self.dropped
     }
+    /// A record was lost before it reached the queue: counted into the next payload.
+    pub fn dropped_one(&mut self) {
+        self.dropped += 1;
+    }
 
     fn remove_id(&mut self, id: &str) -> bool {
         match self.queue.iter().position(|it| it.id == id) {
@@ -249,7 +253,8 @@ impl BeaconQueue {
         out
     }
 
-    /// Re-queues records persisted by a previous page (`drain_for_persist` output).
+    /// Queues records given one per line: persisted by a previous page (`drain_for_persist`
+    /// output), or returned by the app's `beforeSend`.
     pub fn restore(&mut self, text: &str, t: f64) {
         for line in text.split('\n') {
             if line.ends_with('}') {

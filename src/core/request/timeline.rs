@@ -31,8 +31,11 @@ pub struct Identity {
     pub id: String,
     pub trace: TraceContext,
     pub trace_source: TraceSource,
-    /// Absolute URL, query stripped unless configured otherwise.
+    /// The request's absolute URL, query stripped unless configured otherwise. Its recorded
+    /// form (ids templated) is made when the record is encoded (`Config::record_url`).
     pub url: String,
+    /// The app's route template for it (`urlTemplates`), when one matched.
+    pub route: Option<String>,
     pub method: String,
     pub start_epoch_ms: f64,
 }
