@@ -53,8 +53,7 @@ export async function loadCore(opts, nativeFetch) {
       clockStepMs: clockStep(),
       stripQuery: opts.stripQuery,
       templateIds: opts.templateIds,
-      // Records wait for the hook only when there is somewhere to send them.
-      beforeSend: !!(opts.beforeSend && opts.collector),
+      beforeSend: !!opts.beforeSend, // only with a collector (options.js)
       sampled: session.sampled,
       budgets: Object.entries(opts.budgets),
       beacon: opts.collector ? { sdk: 'llm-rum/' + VERSION, session: session.id } : null,

@@ -90,6 +90,8 @@ export function normalize(options) {
   take('nativePaintTimes', (v) => typeof v === 'boolean', 'expected a boolean');
   take('traceparentQueryParam', (v) => v === null || (typeof v === 'string' && /^[\w.-]+$/.test(v)), 'expected a query parameter name');
   if (o.collector) o.collector = String(o.collector);
+  // beforeSend guards what goes to the collector: without one, records never wait for it.
+  else o.beforeSend = null;
   if (o.match && !Array.isArray(o.match)) o.match = [o.match];
   return [o, problems];
 }

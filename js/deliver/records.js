@@ -6,15 +6,14 @@
 /**
  * @param {import('../core.js').Core} core
  * @param {{ onRecord: ((record: import('../index').RumRecord) => void) | null,
- *   beforeSend: ((record: import('../index').RumRecord) => unknown) | null, collector: string | null }} opts
+ *   beforeSend: ((record: import('../index').RumRecord) => unknown) | null }} opts
  * @param {import('./transport.js').Transport | null} transport
  * @param {(key: string, message: string, err?: unknown) => void} warnOnce
  * @returns {() => void}  deliver(): hands on what finished since the last call. Reached from
  *   timers, frame and stream callbacks: nothing escapes into the page.
  */
 export function makeDeliver(core, opts, transport, warnOnce) {
-  const { onRecord, beforeSend } = opts;
-  const hook = !!(beforeSend && opts.collector);
+  const { onRecord, beforeSend } = opts; // beforeSend: only with a collector (options.js)
 
   // beforeSend runs after onRecord (which sees every record as measured, for the page's own
   // use), on its own copy, once per record on its way to the collector — a `partial`
@@ -41,7 +40,7 @@ export function makeDeliver(core, opts, transport, warnOnce) {
     const taken = core.fenced((c) => {
       const text = c.take_records(false);
       // With beforeSend: the records (and partial snapshots) on their way to the collector.
-      const out = hook ? c.take_records(true) : '';
+      const out = beforeSend ? c.take_records(true) : '';
       return text || out ? [text ? JSON.parse(text) : [], out ? JSON.parse(out) : []] : null;
     }, null);
     if (!taken) return;

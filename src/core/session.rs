@@ -316,16 +316,13 @@ impl Session {
     /// `answered` — that began before `before` (`None`: any). "Current" is decided here, once,
     /// for both questions the page asks (`current`, `current_answer`).
     fn newest_running(&self, before: Option<Handle>, answered: bool) -> Option<Handle> {
-        let limit = match before {
-            Some(b) if self.holds(b) => self.slots[(b & 0xff) as usize].seq,
-            Some(_) => return None,
-            None => u64::MAX,
-        };
-        let mut newest: Option<usize> = None;
+        // Begun before `before`: below its sequence number (0 for a handle not held: none).
+        let limit = before.map_or(u64::MAX, |b| if self.holds(b) { self.slots[(b & 0xff) as usize].seq } else { 0 });
+        let (mut newest, mut seq) = (None, 0);
         for (i, s) in self.slots.iter().enumerate() {
-            let Some(tl) = &s.timeline else { continue };
-            if s.seq < limit && !tl.is_ended() && (tl.headers.is_some() || !answered) && newest.is_none_or(|n| s.seq > self.slots[n].seq) {
-                newest = Some(i);
+            let running = s.timeline.as_ref().is_some_and(|tl| !tl.is_ended() && (tl.headers.is_some() || !answered));
+            if running && s.seq < limit && s.seq > seq {
+                (newest, seq) = (Some(i), s.seq);
             }
         }
         Some(self.handle_of(newest?))

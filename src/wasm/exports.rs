@@ -26,7 +26,7 @@ impl Core {
 
     /// The largest beacon payload in bytes (js/deliver/transport.js asks for no more).
     #[wasm_bindgen(getter)]
-    pub fn max_payload(&self) -> u32 {
+    pub fn max_payload(&mut self) -> u32 {
         MAX_PAYLOAD as u32
     }
 
@@ -88,7 +88,7 @@ impl Core {
 
     /// The current answer for `rum.observe(el)` (see `Session::current_answer`), begun before
     /// `before` unless that is 0; 0 when there is none.
-    pub fn current_answer(&self, before: u32) -> u32 {
+    pub fn current_answer(&mut self, before: u32) -> u32 {
         self.session.current_answer((before != 0).then_some(before)).unwrap_or(0)
     }
 
@@ -208,7 +208,7 @@ impl Core {
 
     /// When the next non-urgent flush is due (performance.now() ms), or -1 when the queue
     /// is empty.
-    pub fn transport_due_at(&self) -> f64 {
+    pub fn transport_due_at(&mut self) -> f64 {
         self.session.beacon.as_ref().and_then(BeaconQueue::due_at).unwrap_or(-1.0)
     }
 
@@ -223,7 +223,7 @@ impl Core {
         self.session.beacon.as_mut()?.take(max_bytes as usize, FlushReason::from_code(reason)?, urgent, &page, t, sent_at)
     }
 
-    pub fn transport_last_batch(&self) -> u32 {
+    pub fn transport_last_batch(&mut self) -> u32 {
         self.session.beacon.as_ref().map_or(0, BeaconQueue::last_batch)
     }
 
