@@ -27,7 +27,7 @@ fn core() -> Core {
 /// Limits the JS facade reads from the core instead of repeating them.
 #[wasm_bindgen_test]
 fn limits_are_exported() {
-    let c = core();
+    let mut c = core();
     assert_eq!(c.max_payload(), 60 * 1024);
 }
 
