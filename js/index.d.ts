@@ -1,5 +1,6 @@
 // Types for llm-rum. Times are milliseconds from performance.now(); marks and metrics are
-// offsets from the request's `start`. Names are the wire contract (DESIGN.md §1, §3).
+// offsets from the request's `start`. Names are the wire contract: collectors and other tools
+// read records and beacons by them.
 
 /** A request selector: substring of the absolute URL, a RegExp tested on it, or a predicate. */
 export type Matcher = string | RegExp | ((url: string, info: { method: string }) => boolean);
@@ -288,7 +289,7 @@ export interface RumRecord {
   userStages: Record<string, number>;
 }
 
-/** The v1 beacon the SDK POSTs to `collector` (text/plain;charset=UTF-8), DESIGN.md §3. */
+/** The v1 beacon the SDK POSTs to `collector` (text/plain;charset=UTF-8). */
 export interface Beacon {
   v: 1;
   /** `llm-rum/<version>`. */
@@ -297,8 +298,11 @@ export interface Beacon {
   session: string;
   /** The page's path (templated like record URLs). */
   page: string;
-  /** Why it was sent: timer, manual, online, restore (persisted by an earlier page), hidden, pagehide. */
-  reason: string;
+  /**
+   * Why it was sent: the queue's timer, `rum.flush()`, the page hidden or unloading (sent
+   * urgently), back online, or records restored that an earlier page load could not send.
+   */
+  reason: 'timer' | 'manual' | 'hidden' | 'pagehide' | 'online' | 'restore';
   /** Records the queue had to drop since the last beacon. */
   dropped: number;
   /**

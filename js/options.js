@@ -1,5 +1,5 @@
 // Option validation. Bad configuration is reported once with console.warn and replaced by
-// the default; it never throws into the host page (DESIGN.md §5).
+// the default; it never throws into the host page.
 
 const DEFAULTS = {
   collector: null,
@@ -22,10 +22,13 @@ const DEFAULTS = {
   nativePaintTimes: true,
 };
 
+/** The URL relative URLs (options, requests) resolve against: the page's. */
+export const base = () => (globalThis.location ? globalThis.location.href : 'http://localhost/');
+
 /** A URL that resolves against the page (a bad one would otherwise fail every send). */
 const parses = (v) => {
   try {
-    new URL(String(v), globalThis.location ? globalThis.location.href : 'http://localhost/');
+    new URL(String(v), base());
     return true;
   } catch {
     return false;
@@ -34,7 +37,11 @@ const parses = (v) => {
 
 const isList = (v) => Array.isArray(v) && v.every((s) => typeof s === 'string');
 
-/** Returns [normalised options, list of problems]. */
+/**
+ * Returns [normalised options, list of problems]: every option present, with its default
+ * where it was missing or bad.
+ * @param {import('./index').RumOptions | undefined} options
+ */
 export function normalize(options) {
   const problems = [];
   const o = { ...DEFAULTS };
@@ -83,6 +90,8 @@ export function normalize(options) {
   take('nativePaintTimes', (v) => typeof v === 'boolean', 'expected a boolean');
   take('traceparentQueryParam', (v) => v === null || (typeof v === 'string' && /^[\w.-]+$/.test(v)), 'expected a query parameter name');
   if (o.collector) o.collector = String(o.collector);
+  // beforeSend guards what goes to the collector: without one, records never wait for it.
+  else o.beforeSend = null;
   if (o.match && !Array.isArray(o.match)) o.match = [o.match];
   return [o, problems];
 }

@@ -92,7 +92,7 @@ fn texts(v: Option<Json<'_>>) -> Vec<String> {
 }
 
 impl Config {
-    /// The configuration js/index.js hands over, as one JSON object:
+    /// The configuration js/core.js hands over, as one JSON object:
     /// `{"pageOrigin": "https://chat.example", "propagate": ["https://api.example/v1/"],
     /// "correlation": ["x-request-id"], "stallThresholdMs": 250, "clockStepMs": 0.1, "stripQuery": true,
     /// "templateIds": true, "beforeSend": false, "sampled": true,

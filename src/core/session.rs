@@ -305,12 +305,40 @@ impl Session {
         self.snapshot_running(t);
     }
 
+    /// Whether `h` still has a timeline here (running, or ended and waiting for its last
+    /// paint): false once its record is queued, it was discarded, or it was pushed out by
+    /// newer requests (`MAX_IN_FLIGHT`). The facade drops what it keeps for `h` then.
+    pub fn holds(&self, h: Handle) -> bool {
+        self.slots.get((h & 0xff) as usize).is_some_and(|s| s.generation == h >> 8 && s.timeline.is_some())
+    }
+
+    /// The newest request still running (begun, not ended) — with a measured response when
+    /// `answered` — that began before `before` (`None`: any). "Current" is decided here, once,
+    /// for both questions the page asks (`current`, `current_answer`).
+    fn newest_running(&self, before: Option<Handle>, answered: bool) -> Option<Handle> {
+        // Begun before `before`: below its sequence number (0 for a handle not held: none).
+        let limit = before.map_or(u64::MAX, |b| if self.holds(b) { self.slots[(b & 0xff) as usize].seq } else { 0 });
+        let (mut newest, mut seq) = (None, 0);
+        for (i, s) in self.slots.iter().enumerate() {
+            let running = s.timeline.as_ref().is_some_and(|tl| !tl.is_ended() && (tl.headers.is_some() || !answered));
+            if running && s.seq < limit && s.seq > seq {
+                (newest, seq) = (Some(i), s.seq);
+            }
+        }
+        Some(self.handle_of(newest?))
+    }
+
     /// The most recently started request that is still running (for `rum.mark`).
     pub fn current(&self) -> Option<Handle> {
-        let i = (0..self.slots.len())
-            .filter(|&i| self.slots[i].timeline.as_ref().is_some_and(|tl| !tl.is_ended()))
-            .max_by_key(|&i| self.slots[i].seq)?;
-        Some(self.handle_of(i))
+        self.newest_running(None, false)
+    }
+
+    /// The current answer (for `rum.observe(el)`): the newest running request whose response
+    /// is measured (headers seen: a stream, or a `match`ed request), begun before `before`
+    /// when given — js/capture/paint.js walks back past the answers whose element the app
+    /// named already.
+    pub fn current_answer(&self, before: Option<Handle>) -> Option<Handle> {
+        self.newest_running(before, true)
     }
 
     /// Every running request (page hide marks them `hidden`; unload ends them `partial`).
