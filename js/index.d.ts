@@ -252,6 +252,14 @@ export interface RumRecord {
    * and WebKit).
    */
   paintErrorMs: number | null;
+  /**
+   * How the answer element was known: `'observed'` named by the app (the `observe` option or
+   * `rum.observe(el)`), `'auto'` found by auto mode (the element whose text grew with this
+   * answer), `'none'` not known — auto mode off, or nothing on the page showed the answer's text
+   * where the SDK can see it (closed shadow roots, canvas, iframes, a UI that never showed it).
+   * The paint fields are null with `'none'`.
+   */
+  paintSource: 'observed' | 'auto' | 'none';
   /** From the stream's `usage` when present, else content events (see outputTokensSource). */
   outputTokens: number;
   outputTokensSource: 'usage' | 'events';
