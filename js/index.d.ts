@@ -38,12 +38,16 @@ export interface RumOptions {
    */
   budgets?: Record<string, number>;
   /**
-   * The messages container (element, or a selector resolved when each request starts): text
-   * growth inside it after a measured stream started is that stream's answer (the newest
-   * stream owns it; non-stream requests never do). `rum.observe(el)` names an answer element
-   * explicitly and wins over this.
+   * Where the answer is painted. `'auto'` (the default): for each measured stream the SDK finds
+   * the element whose text grows with the answer by itself (matching the start, then the growth,
+   * of the answer text it has seen — in the page only, never sent), searching the document and
+   * open shadow roots; `record.paintSource` says `'auto'`, or `'none'` when nothing showed it.
+   * An element or a selector (resolved when each request starts): the messages container —
+   * text growth inside it after a measured stream started is that stream's answer (the newest
+   * stream owns it; non-stream requests never do). `false` (or `null`): no paint metrics unless
+   * `rum.observe(el)` names an answer element, which wins over both.
    */
-  observe?: Element | string | null;
+  observe?: Element | string | 'auto' | false | null;
   /**
    * Refine bracketed paint times with the browser's own paint timestamps (Long Animation
    * Frame and interaction-contentful-paint `paintTime`). Default true.
@@ -115,7 +119,7 @@ export interface Marks {
   firstReasoning: number | null;
   /** First content-bearing event (non-empty answer text). */
   firstToken: number | null;
-  /** First frame that painted answer text (needs an observed element). */
+  /** First frame that painted answer text (needs an answer element: named or found, see paintSource). */
   firstPaint: number | null;
   /** Last content-bearing event. */
   lastToken: number | null;

@@ -1,7 +1,18 @@
-// One scripted server for the whole run; its origins reach the test workers via env.
+// One scripted server for the whole run; its origins reach the test workers via env. The React
+// chat of the auto-mode scenarios is bundled first (real react-dom, esbuild), into the pages
+// directory the server serves.
+import { build } from 'esbuild';
 import { startServer } from './server.js';
 
 export default async function globalSetup() {
+  await build({
+    entryPoints: ['tests/e2e/react-app/chat.js'],
+    bundle: true,
+    format: 'esm',
+    outfile: 'tests/e2e/pages/react-app/chat.js',
+    define: { 'process.env.NODE_ENV': '"production"' },
+    logLevel: 'warning',
+  });
   const server = await startServer({ listeners: 2 });
   process.env.RUM_ORIGIN = server.origins[0];
   process.env.RUM_OTHER_ORIGIN = server.origins[1];
