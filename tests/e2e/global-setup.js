@@ -2,14 +2,17 @@
 // chat of the auto-mode scenarios is bundled first (real react-dom, esbuild), into the pages
 // directory the server serves.
 import { build } from 'esbuild';
+import { fileURLToPath } from 'node:url';
 import { startServer } from './server.js';
+
+const here = (p) => fileURLToPath(new URL(p, import.meta.url));
 
 export default async function globalSetup() {
   await build({
-    entryPoints: ['tests/e2e/react-app/chat.js'],
+    entryPoints: [here('react-app/chat.js')],
     bundle: true,
     format: 'esm',
-    outfile: 'tests/e2e/pages/react-app/chat.js',
+    outfile: here('pages/react-app/chat.js'),
     define: { 'process.env.NODE_ENV': '"production"' },
     logLevel: 'warning',
   });
