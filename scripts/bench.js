@@ -160,7 +160,47 @@ try {
         b.remove();
       }
       await prum.shutdown();
+
+      // Auto mode (no element named): the document-wide observer exists while a stream waits
+      // for its element. A page making 10 000 unrelated mutations per second (167 per 60 Hz
+      // frame over 100 elements, e.g. clocks and counters), timed with and without such a
+      // stream waiting: the difference per mutation is what auto mode adds (the observer's
+      // records and callback, and the frame's check of the changed elements).
+      const decoys = Array.from({ length: 100 }, () => document.body.appendChild(document.createElement('span')));
+      const busy = async () => {
+        let t = 0;
+        for (let f = 0; f < 60; f++) {
+          const t0 = performance.now();
+          for (let i = 0; i < 167; i++) {
+            decoys[i % 100].textContent = 'tick ' + f + ':' + i;
+            await null;
+          }
+          t += performance.now() - t0;
+          // A frame goes by (the finder's callback in it is timed separately, below).
+          await new Promise((r) => requestAnimationFrame(() => r()));
+        }
+        return t;
+      };
+      const arum = await window.llmRum.init({ patchGlobals: false });
+      const idle = [], armed = [];
+      let frameWork = 0;
+      const rafOrig = window.requestAnimationFrame;
+      for (let r = 0; r < ROUNDS; r++) {
+        idle.push(await busy());
+        const res = await arum.fetch('/v1/chat/completions');
+        const rd = res.body.getReader();
+        await rd.read(); // answer text arrived, shown nowhere: auto mode is looking
+        // The finder's frame callbacks, timed by wrapping rAF for this round.
+        window.requestAnimationFrame = (cb) => rafOrig((ts) => { const t0 = performance.now(); cb(ts); frameWork += performance.now() - t0; });
+        armed.push(await busy());
+        window.requestAnimationFrame = rafOrig;
+        hold.close();
+        await rd.read();
+      }
+      await arum.shutdown();
+      decoys.forEach((d) => d.remove());
       return {
+        autoIdle: median(idle), autoArmed: median(armed), autoFrames: frameWork / ROUNDS, AUTO_MUT: 60 * 167,
         mutPlain: median(plain), mutObserved: median(observed), MUT,
         native: median(native), piped: median(piped), wrapped: median(wrapped), core: median(coreRuns), paint: median(paintRuns) / 20000,
         heap0, heap1, mem0, mem1, longMs, lastChunks: last.chunks, lastTokens: last.outputTokens,
@@ -185,6 +225,11 @@ try {
   console.log(`  unobserved element     ${per(result.mutPlain)} µs/mutation`);
   console.log(`  observed by llm-rum    ${per(result.mutObserved)} µs/mutation`);
   console.log(`  added by the observer  ${per(result.mutObserved - result.mutPlain)} µs/mutation`);
+  const perA = (ms) => ((ms * 1000) / result.AUTO_MUT).toFixed(3);
+  console.log(`auto mode, ${result.AUTO_MUT} unrelated mutations at 10 000/s while a stream waits for its element (median of ${ROUNDS} rounds):`);
+  console.log(`  no stream waiting      ${perA(result.autoIdle)} µs/mutation`);
+  console.log(`  a stream waiting       ${perA(result.autoArmed)} µs/mutation (+ ${perA(result.autoFrames)} µs/mutation in the frame checks)`);
+  console.log(`  added by auto mode     ${perA(result.autoArmed - result.autoIdle + result.autoFrames)} µs/mutation`);
 } finally {
   await browser.close();
   await server.stop();
