@@ -546,6 +546,10 @@ export function makePaint(core, opts, warnOnce, deliver) {
         if (w) p.drop(w);
       };
     },
+    /** rum.flush(): streams that ended unfound stop waiting for their element (records now). */
+    settle() {
+      for (const [h, s] of [...waiting]) if (s.ended) giveUp(h);
+    },
     stop() {
       stopped = true;
       for (const w of [...watches.values()]) p.drop(w);
