@@ -1,6 +1,10 @@
 // Types for llm-rum. Times are milliseconds from performance.now(); marks and metrics are
 // offsets from the request's `start`. Names are the wire contract: collectors and other tools
 // read records and beacons by them.
+//
+// The types name DOM ones (Element, URL, fetch, EventSource): declared here, so a consumer
+// whose tsconfig `lib` has no "dom" (a server or worker project) still type-checks them.
+/// <reference lib="dom" />
 
 /** A request selector: substring of the absolute URL, a RegExp tested on it, or a predicate. */
 export type Matcher = string | RegExp | ((url: string, info: { method: string }) => boolean);
