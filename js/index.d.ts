@@ -90,7 +90,11 @@ export interface RumOptions {
    * `template`, used as given. Applies to requests and to the page (`page`). Default [].
    */
   urlTemplates?: UrlTemplate[];
-  /** Where to load the wasm from, when a bundler moved it. Default: next to the module. */
+  /**
+   * Where to load the wasm from (e.g. the URL a bundler's file loader gives for
+   * `llm-rum/llm_rum_bg.wasm`). Default: next to the module, a URL webpack, Vite, Parcel and
+   * Next.js rewrite to the file they emit; where it cannot be fetched, an inline copy.
+   */
   wasmUrl?: string | URL | null;
 }
 
@@ -346,7 +350,11 @@ export interface Rum {
   flush(): Promise<void>;
   /** Restores globals, flushes, removes listeners. */
   shutdown(): Promise<void>;
-  /** False when the core failed to load or was disabled by an internal error. */
+  /**
+   * False in the degraded mode: the core did not load (no WebAssembly, a CSP without
+   * 'wasm-unsafe-eval', not a browser) or an internal error turned measurement off. The app's
+   * requests work either way; `rum.fetch` is then the native fetch.
+   */
   readonly active: boolean;
 }
 
