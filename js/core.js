@@ -76,13 +76,16 @@ export async function loadCore(opts, nativeFetch) {
  * (the URL throws): then the same bytes come from a base64 copy in a chunk of its own
  * (wasm/inline.js, built by scripts/build.sh), which a page whose file was found never loads.
  * A fetched response is compiled as it streams in; a compile error (a CSP without
- * 'wasm-unsafe-eval') is not a missing file and fails init() as it is.
+ * 'wasm-unsafe-eval') is not a missing file and fails init() as it is, and so does a `wasmUrl`
+ * the app gave that cannot be fetched.
  * @param {string | URL | undefined} wasmUrl  the `wasmUrl` option
  * @returns {Promise<Response | Uint8Array>}
  */
 async function wasmBytes(wasmUrl, nativeFetch) {
+  // The app's own URL is taken at its word: if it is wrong, the warning says so.
+  if (wasmUrl) return nativeFetch(wasmUrl);
   try {
-    const res = await nativeFetch(wasmUrl || new URL('./wasm/llm_rum_bg.wasm', import.meta.url));
+    const res = await nativeFetch(new URL('./wasm/llm_rum_bg.wasm', import.meta.url));
     if (res.ok && !/html/.test(res.headers.get('content-type'))) return res;
   } catch {
     /* no URL, or not fetchable: the inline copy */

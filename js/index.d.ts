@@ -93,7 +93,9 @@ export interface RumOptions {
   /**
    * Where to load the wasm from (e.g. the URL a bundler's file loader gives for
    * `llm-rum/llm_rum_bg.wasm`). Default: next to the module, a URL webpack, Vite, Parcel and
-   * Next.js rewrite to the file they emit; where it cannot be fetched, an inline copy.
+   * Next.js rewrite to the file they emit; where it cannot be fetched, an inline copy. A
+   * `wasmUrl` that cannot be fetched is not replaced by the copy: init() warns and resolves
+   * inactive.
    */
   wasmUrl?: string | URL | null;
 }
