@@ -74,11 +74,12 @@ function noBuildPaths(dir) {
 const brotli = (b) => zlib.brotliCompressSync(b, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length;
 
 /**
- * Loads the built app, streams one answer through it and checks the record. What the page
+ * Loads the built app, streams one answer through it and checks the record, and where the wasm
+ * came from (`wasm`: 'file' or 'inline'; `missing`: the 404s expected on the way). What the page
  * loaded of the SDK — JS files holding its code (they hold the app's few lines too), the wasm
  * or its inline copy — is summed raw and brotli.
  */
-async function check(browserPage, name, url, api = '') {
+async function check(browserPage, name, { url = `${ORIGIN()}/toolchains/${name}/index.html`, api = '', wasm: expectWasm, missing: expectMissing = [] }) {
   const errors = [];
   browserPage.on('pageerror', (e) => errors.push(String(e)));
   const warnings = [];
@@ -126,7 +127,9 @@ async function check(browserPage, name, url, api = '') {
   const missing = loaded.filter((l) => l.status === 404).map((l) => new URL(l.url).pathname);
   figures[name] = { wasm, ...size, files: sdk.length, notFound: missing, ttft: rec.ttft, blame: longest.blame.invoker };
   console.log(`toolchain ${name} wasm=${wasm} sdk-loaded raw=${size.raw} brotli=${size.brotli} files=${sdk.length} 404=${missing.join(',') || 'none'} ttft=${rec.ttft}`);
-  return { rec, missing, wasm };
+  // The file, or the inline copy (after a 404 where import.meta.url points beside the bundle).
+  expect(wasm).toBe(expectWasm);
+  expect(missing).toEqual(expectMissing);
 }
 
 test.describe.configure({ mode: 'serial' });
@@ -157,34 +160,26 @@ test('webpack 5: no configuration', async ({ page: p }) => {
   await build('webpack', process.execPath, ['webpack.mjs'], { env: { OUT: out('webpack') } });
   page('webpack', '<script src="main.js"></script>');
   noBuildPaths(out('webpack'));
-  const { wasm, missing } = await check(p, 'webpack', `${ORIGIN()}/toolchains/webpack/index.html`);
-  expect(wasm).toBe('file');
-  expect(missing).toEqual([]);
+  await check(p, 'webpack', { wasm: 'file' });
 });
 
 test('Vite: no configuration', async ({ page: p }) => {
   await build('vite', bin('vite'), ['build', '--config', 'vite.config.js'], { env: { OUT: out('vite') } });
   noBuildPaths(out('vite'));
-  const { wasm, missing } = await check(p, 'vite', `${ORIGIN()}/toolchains/vite/index.html`);
-  expect(wasm).toBe('file');
-  expect(missing).toEqual([]);
+  await check(p, 'vite', { wasm: 'file' });
 });
 
 test('Parcel 2: no configuration', async ({ page: p }) => {
   await build('parcel', bin('parcel'), ['build', 'app/index.html', '--dist-dir', out('parcel'), '--public-url', '/toolchains/parcel/', '--no-cache', '--no-source-maps', '--log-level', 'warn']);
   noBuildPaths(out('parcel'));
-  const { wasm, missing } = await check(p, 'parcel', `${ORIGIN()}/toolchains/parcel/index.html`);
-  expect(wasm).toBe('file');
-  expect(missing).toEqual([]);
+  await check(p, 'parcel', { wasm: 'file' });
 });
 
 test('Rollup 4 + node-resolve: no configuration (the inline copy after one 404)', async ({ page: p }) => {
   await build('rollup', bin('rollup'), ['-c', 'rollup.config.mjs', '--silent'], { env: { OUT: out('rollup') } });
   page('rollup', '<script type="module" src="main.js"></script>');
   noBuildPaths(out('rollup'));
-  const { wasm, missing } = await check(p, 'rollup', `${ORIGIN()}/toolchains/rollup/index.html`);
-  expect(wasm).toBe('inline');
-  expect(missing).toEqual(['/toolchains/rollup/wasm/llm_rum_bg.wasm']);
+  await check(p, 'rollup', { wasm: 'inline', missing: ['/toolchains/rollup/wasm/llm_rum_bg.wasm'] });
 });
 
 test('Rollup 4: the documented step (the .wasm beside the bundle) loads the file', async ({ page: p }) => {
@@ -194,9 +189,7 @@ test('Rollup 4: the documented step (the .wasm beside the bundle) loads the file
   fs.mkdirSync(path.join(out('rollup-copy'), 'wasm'));
   fs.copyFileSync(wasmFile, path.join(out('rollup-copy'), 'wasm/llm_rum_bg.wasm'));
   page('rollup-copy', '<script type="module" src="main.js"></script>');
-  const { wasm, missing } = await check(p, 'rollup-copy', `${ORIGIN()}/toolchains/rollup-copy/index.html`);
-  expect(wasm).toBe('file');
-  expect(missing).toEqual([]);
+  await check(p, 'rollup-copy', { wasm: 'file' });
 });
 
 for (const format of ['esm', 'iife']) {
@@ -205,10 +198,8 @@ for (const format of ['esm', 'iife']) {
     await build(name, bin('esbuild'), ['app/main.js', '--bundle', `--format=${format}`, `--outdir=${out(name)}`, '--log-level=error']);
     page(name, `<script ${format === 'esm' ? 'type="module" ' : ''}src="main.js"></script>`);
     noBuildPaths(out(name));
-    const { wasm, missing } = await check(p, name, `${ORIGIN()}/toolchains/${name}/index.html`);
-    expect(wasm).toBe('inline');
     // ESM: import.meta.url is the bundle's, the file is not beside it; IIFE: no URL, no request.
-    expect(missing).toEqual(format === 'esm' ? [`/toolchains/${name}/wasm/llm_rum_bg.wasm`] : []);
+    await check(p, name, { wasm: 'inline', missing: format === 'esm' ? [`/toolchains/${name}/wasm/llm_rum_bg.wasm`] : [] });
   });
 }
 
@@ -219,9 +210,7 @@ test('esbuild: the documented step (file loader + wasmUrl, --splitting) loads th
   const entry = path.join(fixture, 'app/wasmurl.js');
   await build(name, bin('esbuild'), [entry, '--bundle', '--format=esm', '--splitting', '--loader:.wasm=file', `--outdir=${out(name)}`, '--log-level=error']);
   page(name, '<script type="module" src="wasmurl.js"></script>');
-  const { wasm, missing } = await check(p, name, `${ORIGIN()}/toolchains/${name}/index.html`);
-  expect(wasm).toBe('file');
-  expect(missing).toEqual([]);
+  await check(p, name, { wasm: 'file' });
 });
 
 async function freePort() {
@@ -259,9 +248,7 @@ for (const bundler of ['turbopack', 'webpack']) {
         if (await fetch(origin).then((r) => r.ok, () => false)) break;
         await new Promise((r) => setTimeout(r, 200));
       }
-      const { wasm, missing } = await check(p, `next-${bundler}`, `${origin}/`, ORIGIN());
-      expect(wasm).toBe('file');
-      expect(missing).toEqual([]);
+      await check(p, `next-${bundler}`, { url: `${origin}/`, api: ORIGIN(), wasm: 'file' });
     } finally {
       await new Promise((done) => {
         if (child.exitCode !== null) return done();
