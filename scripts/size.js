@@ -32,8 +32,9 @@ export function measure(dir = 'dist') {
     const file = path.relative(dir, f);
     return {
       file,
-      // Loaded on demand only (e.g. the OTLP exporter): not part of what every page loads.
-      optional: file !== 'index.js' && !file.startsWith('wasm/'),
+      // Loaded on demand only (the OTLP exporter; the inline wasm copy, loaded only where the
+      // .wasm file cannot be fetched): not part of what every page loads.
+      optional: file !== 'index.js' && (!file.startsWith('wasm/') || file === 'wasm/inline.js'),
       raw: b.length,
       gzip: zlib.gzipSync(b, { level: 9 }).length,
       brotli: zlib.brotliCompressSync(b, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length,

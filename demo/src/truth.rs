@@ -160,7 +160,11 @@ impl Record {
 
     /// Records a write that was just handed to the body channel; returns its time.
     pub fn wrote(&self, kind: Kind, tokens: u64, bytes: &[u8], part: Option<u8>) -> f64 {
-        let t = self.now_ms();
+        self.wrote_at(self.now_ms(), kind, tokens, bytes, part)
+    }
+
+    /// [`Record::wrote`] with the send time `t` (ms on this record's clock) taken by the caller.
+    pub fn wrote_at(&self, t: f64, kind: Kind, tokens: u64, bytes: &[u8], part: Option<u8>) -> f64 {
         let mut g = self.data.lock().unwrap();
         g.1 = fnv1a64(g.1, bytes);
         let d = &mut g.0;
