@@ -76,13 +76,19 @@ try {
         return performance.now() - t0;
       };
       const median = (a) => [...a].sort((x, y) => x - y)[a.length >> 1];
-      const native = [], wrapped = [], piped = [];
-      await time(fake); await time(rum.fetch); // warm up (JIT, wasm tier-up)
+      // The same SDK with auto mode off (`observe: false`): with it on (the default) a
+      // measured stream nobody names also keeps the answer's text tail and arms the document
+      // observer; the difference is auto mode's share of the per-chunk cost.
+      const off = await window.llmRum.init({ patchGlobals: false, observe: false });
+      const native = [], wrapped = [], piped = [], wrappedOff = [];
+      await time(fake); await time(rum.fetch); await time(off.fetch); // warm up (JIT, wasm tier-up)
       for (let r = 0; r < ROUNDS; r++) {
         native.push(await time(fake));
         piped.push(await time(passThrough));
         wrapped.push(await time(rum.fetch));
+        wrappedOff.push(await time(off.fetch));
       }
+      await off.shutdown();
       const glue = await import('/dist/wasm/llm_rum.js');
       const wasm = await glue.default();
       // The core alone (no stream machinery): one 174-byte OpenAI chunk per call.
@@ -101,7 +107,7 @@ try {
       // One paint report of an observed answer (per frame, not per chunk): the text probe is
       // located in the answer's tail, the frame goes into the bounded paint buckets.
       const ph = core.begin(location.origin + '/x', 'POST', 0, 0, new Uint8Array(32), -1);
-      core.observe(ph);
+      core.observe(ph, 1); // js/codes.js PAINT_OBSERVED: a named element
       core.response(ph, 0, 200, new Headers({ 'content-type': 'text/event-stream' }), false);
       for (let i = 0; i < 600; i++) core.chunk(ph, i, ev);
       // Worst case: a probe that matches nowhere, so the whole 512-char tail is searched.
@@ -125,6 +131,8 @@ try {
       gc();
       const heap1 = performance.memory.usedJSHeapSize;
       const mem1 = wasm.memory.buffer.byteLength;
+      // Its record as delivered: shown nowhere, auto mode holds it a few frames (flush: now).
+      await rum.flush();
       const last = records[records.length - 1];
 
       // Paint observer: main-thread cost per DOM mutation of an observed answer element
@@ -202,7 +210,7 @@ try {
       return {
         autoIdle: median(idle), autoArmed: median(armed), autoFrames: frameWork / ROUNDS, AUTO_MUT: 60 * 167,
         mutPlain: median(plain), mutObserved: median(observed), MUT,
-        native: median(native), piped: median(piped), wrapped: median(wrapped), core: median(coreRuns), paint: median(paintRuns) / 20000,
+        native: median(native), piped: median(piped), wrapped: median(wrapped), wrappedOff: median(wrappedOff), core: median(coreRuns), paint: median(paintRuns) / 20000,
         heap0, heap1, mem0, mem1, longMs, lastChunks: last.chunks, lastTokens: last.outputTokens,
       };
     },
@@ -215,6 +223,7 @@ try {
   console.log(`  llm-rum wrapped fetch  ${result.wrapped.toFixed(1)} ms  (${us(result.wrapped)} µs/chunk)`);
   console.log(`  added by llm-rum       ${us(result.wrapped - result.native)} µs/chunk (ratio ${(result.wrapped / result.native).toFixed(2)}x)`);
   console.log(`  of which measurement   ${us(result.wrapped - result.piped)} µs/chunk (beyond a bare pass-through)`);
+  console.log(`  auto mode off          ${result.wrappedOff.toFixed(1)} ms  (${us(result.wrappedOff)} µs/chunk; auto mode's share ${us(result.wrapped - result.wrappedOff)} µs/chunk)`);
   console.log(`  core.chunk() alone     ${us(result.core)} µs per 174-byte OpenAI chunk (wasm parse + metrics)`);
   console.log(`  core.paint() alone     ${(result.paint * 1000).toFixed(3)} µs per painted frame of an observed answer (worst case: a probe found nowhere)`);
   console.log(`memory, one ${LONG}-chunk stream (${result.longMs.toFixed(0)} ms, record: ${result.lastChunks} chunks, ${result.lastTokens} tokens):`);

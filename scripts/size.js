@@ -12,10 +12,10 @@ import zlib from 'node:zlib';
 // 18: +1.0 KB wasm for the rule and the hook's outbox, +0.4 KB facade) took it from 41.1 to
 // 42.4 KB.
 export const TARGET_BROTLI = 30 * 1024;
-// 43 → 44.2 KB: auto mode (issue 15: the answer element found without being named; +0.9 KB
+// 43 → 44.22 KB: auto mode (issue 15: the answer element found without being named; +0.9 KB
 // wasm for TextTail::claim, paintSource and text/plain probe tails, +0.8 KB facade for the
-// document observer) took it from 43 449 to 45 168 B.
-export const BUDGET_BROTLI = Math.ceil(44.2 * 1024);
+// document observer) took it to 45 275 B measured with issue 17's wasm loader.
+export const BUDGET_BROTLI = Math.ceil(44.22 * 1024);
 
 export function measure(dir = 'dist') {
   const files = [];
