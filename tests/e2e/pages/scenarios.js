@@ -339,10 +339,14 @@ async function turn(page, { ui, query, named = false }) {
   if (ui === 'react') {
     const { mountChat } = await import('/react-app/chat.js');
     page.react ||= await mountChat(page.chat);
+    const shown = page.chat.querySelectorAll('.msg').length;
     page.react.say('user', PROMPT);
     page.react.say('assistant', '');
-    await new Promise((r) => setTimeout(r, 20)); // rendered (React commits asynchronously)
+    // Rendered: React commits asynchronously (a fixed 20 ms was not always enough in WebKit
+    // under load: the named run then named nothing and auto mode found the element).
+    for (let k = 0; k < 200 && page.chat.querySelectorAll('.msg').length < shown + 2; k++) await new Promise((r) => setTimeout(r, 10));
     answer = [...page.chat.querySelectorAll('.text')].pop();
+    if (!answer) throw new Error('the React chat did not render the answer element within 2 s');
     push = { push: (d) => page.react.append(d), end() {} };
   } else {
     const user = document.createElement('div');
