@@ -1,5 +1,6 @@
 //! The HTTP contract against an in-process collector on 127.0.0.1:0 with a real SQLite file:
-//! every bad-input class, CORS, rate limiting, dedupe, read token, summary and timeseries.
+//! every bad-input class, CORS, rate limiting, dedupe, read token, summary and timeseries
+//! (percentiles within the sketch's error of independently computed exact values).
 
 mod common;
 
@@ -445,6 +446,15 @@ fn nearest_rank(mut v: Vec<f64>, q: f64) -> f64 {
     v[k - 1]
 }
 
+/// Within the sketch's documented error of the exact value: 1 % relative, ±0.01 ms absolute.
+fn within(got: Option<f64>, exact: f64, label: &str) {
+    let g = got.unwrap_or_else(|| panic!("{label}: no value"));
+    assert!(
+        (g - exact).abs() <= 0.01 * exact.abs() + 0.01,
+        "{label}: {g} vs exact {exact}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn summary_percentiles_match_exact_values() {
     let dir = TempDir::new("summary");
@@ -484,20 +494,17 @@ async fn summary_percentiles_match_exact_values() {
         let m = &s["metrics"]["ttft"];
         assert_eq!(m["count"].as_u64(), Some(sel.len() as u64), "{label}");
         for (k, q) in [("p50", 0.5), ("p75", 0.75), ("p95", 0.95), ("p99", 0.99)] {
-            assert_eq!(
-                m[k].as_f64(),
-                Some(nearest_rank(sel.clone(), q)),
-                "{label} {k}"
-            );
+            within(m[k].as_f64(), nearest_rank(sel.clone(), q), &format!("{label} {k}"));
         }
     };
     let all: Vec<f64> = rows.iter().map(|r| r.0).collect();
     let s = get(addr, "/api/summary").await.json();
     check(&s, all.clone(), "all");
     // perceivedTtft = ttft + 16 in these records.
-    assert_eq!(
+    within(
         s["metrics"]["perceivedTtft"]["p95"].as_f64(),
-        Some(nearest_rank(all, 0.95) + 16.0)
+        nearest_rank(all, 0.95) + 16.0,
+        "perceivedTtft",
     );
     assert_eq!(
         s["outcomes"],
@@ -571,7 +578,7 @@ async fn summary_percentiles_match_exact_values() {
         let b0 = p["t"].as_f64().unwrap();
         let exp = sel(&|r| r.1 >= b0 && r.1 < b0 + 60_000.0);
         assert_eq!(p["n"].as_u64(), Some(exp.len() as u64));
-        assert_eq!(p["value"].as_f64(), Some(nearest_rank(exp, 0.95)));
+        within(p["value"].as_f64(), nearest_rank(exp, 0.95), "bucket");
     }
     assert_eq!(get(addr, "/api/timeseries?metric=bogus").await.status, 400);
     assert_eq!(

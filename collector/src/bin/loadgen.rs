@@ -318,6 +318,7 @@ async fn retention(a: &Args) {
         store::WriterConfig {
             retain_ms: None,
             counters,
+            metrics: None,
         },
     )
     .expect("open store");
