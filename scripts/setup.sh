@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks, skipping what is already there:
-# the wasm target, wasm-bindgen-cli at the crate's pinned version, Chromium + chromedriver and
-# nginx (Debian packages), and the npm dev dependencies (Playwright library, binaryen's wasm-opt).
+# the wasm target, wasm-bindgen-cli at the crate's pinned version, Chromium + chromedriver,
+# nginx and prometheus (Debian packages), and the npm dev dependencies (Playwright library,
+# binaryen's wasm-opt).
 # No browser downloads: Playwright drives the system Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +34,15 @@ if [ ! -x /usr/sbin/nginx ] && ! command -v nginx >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nginx >/dev/null
+fi
+
+# The collector's Prometheus test scrapes two collectors with a real Prometheus and checks the
+# generated alerting rules with promtool (both from Debian's prometheus package).
+if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
+  say "installing prometheus (and promtool) from apt"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq prometheus >/dev/null
 fi
 
 if [ ! -d node_modules/@playwright/test ] || [ ! -d node_modules/binaryen ] \

@@ -12,6 +12,9 @@
 //! holds, whether a normal client is served meanwhile, and how many remain after `--wait` s.
 //! `--collector-args` passes flags through (e.g. "--body-timeout 5").
 //!
+//! `--fill N` (`fill.rs`): the read benchmark — N records spread over `--window` seconds
+//! through ingest, then every dashboard read timed.
+//!
 //! `--retention N`: N records received two days ago in a fresh database (no server), then
 //! retention's delete batches until none is left: time per batch, and the vacuum step.
 //!
@@ -19,6 +22,7 @@
 //!   target/release/llm-rum-loadgen --clients 32 --seconds 10
 //!   target/release/llm-rum-loadgen --park 3000
 //!   target/release/llm-rum-loadgen --retention 100000
+//!   target/release/llm-rum-loadgen --fill 1000000 --window 3600
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -30,6 +34,8 @@ use std::time::{Duration, Instant};
 use llm_rum_collector::client::Conn;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+mod fill;
 
 struct Args(Vec<String>);
 
@@ -92,6 +98,8 @@ fn main() {
             "llm-rum-loadgen [--clients 32] [--seconds 10] [--records 10] [--sync full|normal]\n\
              llm-rum-loadgen --park N [--park-body 61440] [--wait 0]\n\
              llm-rum-loadgen --retention N [--batch 1000]\n\
+             llm-rum-loadgen --fill N [--window 3600] [--clients 8] [--db PATH --keep] [--reads a,b] [--read-cap 600] [--runs 3]\n\
+             llm-rum-loadgen --reads-only --db PATH [--window 3600] [...]\n\
              common: [--collector PATH] [--collector-args \"--flag value ...\"]"
         );
         return;
@@ -105,6 +113,8 @@ fn main() {
         rt.block_on(park(&a));
     } else if a.0.iter().any(|x| x == "--retention") {
         rt.block_on(retention(&a));
+    } else if a.0.iter().any(|x| x == "--fill" || x == "--reads-only") {
+        fill::run(&a, &rt);
     } else {
         throughput(&a, &rt);
     }
