@@ -11,7 +11,7 @@ use std::time::Instant;
 use rusqlite::{Connection, ToSql};
 
 use crate::agg::{Agg, Sample, Want};
-use crate::rollup::{load_through, LEVEL_MS};
+use crate::rollup::LEVEL_MS;
 
 /// Filters shared by every query. Times are `startEpochMs` (when the request started, on the
 /// client's clock, corrected for skew), in ms since the epoch; `from` inclusive, `to` exclusive.
@@ -105,7 +105,8 @@ pub enum Piece {
 
 /// Plans windows against what the rollups hold right now.
 pub struct Planner {
-    through: [i64; 3],
+    /// Dirty hours and days (rows stale until compaction rebuilds them).
+    dirty: [HashSet<i64>; 3],
     /// Overflowed periods per level (only loaded for reads filtered by route or model).
     overflow: [HashSet<i64>; 3],
     by_key: bool,
@@ -114,28 +115,29 @@ pub struct Planner {
 impl Planner {
     /// For reads within `[lo, hi)` (ms) filtered as `f`.
     pub fn new(c: &Connection, f: &Filter, lo: f64, hi: f64) -> rusqlite::Result<Planner> {
+        let span = |level: usize| {
+            let len = LEVEL_MS[level] as f64;
+            ((lo / len).floor() as i64, (hi / len).ceil() as i64)
+        };
+        let mut dirty: [HashSet<i64>; 3] = Default::default();
+        for (level, set) in dirty.iter_mut().enumerate().skip(1) {
+            let (a, b) = span(level);
+            *set = crate::rollup::dirty(c, level, a, b)?;
+        }
         let mut overflow: [HashSet<i64>; 3] = Default::default();
         if f.by_key() {
             let mut st = c.prepare_cached(
                 "SELECT period FROM rollup_overflow WHERE level = ?1 AND period >= ?2 AND period < ?3",
             )?;
             for (level, set) in overflow.iter_mut().enumerate() {
-                let len = LEVEL_MS[level] as f64;
-                let rows = st.query_map(
-                    rusqlite::params![
-                        level as i64,
-                        (lo / len).floor() as i64,
-                        (hi / len).ceil() as i64
-                    ],
-                    |r| r.get::<_, i64>(0),
-                )?;
-                for p in rows {
+                let (a, b) = span(level);
+                for p in st.query_map(rusqlite::params![level as i64, a, b], |r| r.get::<_, i64>(0))? {
                     set.insert(p?);
                 }
             }
         }
         Ok(Planner {
-            through: load_through(c)?,
+            dirty,
             overflow,
             by_key: f.by_key(),
         })
@@ -147,7 +149,7 @@ impl Planner {
     }
 
     fn usable(&self, level: usize, p: i64) -> bool {
-        (level == 0 || p < self.through[level]) && !(self.by_key && self.overflow[level].contains(&p))
+        !self.dirty[level].contains(&p) && !(self.by_key && self.overflow[level].contains(&p))
     }
 
     fn range(&self, a: f64, b: f64, level: usize, out: &mut Vec<Piece>) {
@@ -263,7 +265,7 @@ pub fn run(cx: &Ctx, pieces: &[Piece], f: &Filter, want: Want, sink: &mut dyn Si
             }
             Piece::Raw { from, to } => {
                 let mut st = cx.c.prepare_cached(&crate::samples::select(
-                    want.stages,
+                    want,
                     &format!("start_ms >= ? AND start_ms < ?{kw}"),
                 ))?;
                 let mut p: Vec<Box<dyn ToSql>> = vec![Box::new(from), Box::new(to)];
@@ -321,9 +323,9 @@ pub fn total(cx: &Ctx, f: &Filter, want: Want) -> QResult<Total> {
 mod tests {
     use super::*;
 
-    fn planner(through: [i64; 3], overflow_minutes: &[i64], by_key: bool) -> Planner {
+    fn planner(dirty_hours: std::ops::Range<i64>, dirty_days: &[i64], overflow_minutes: &[i64], by_key: bool) -> Planner {
         Planner {
-            through,
+            dirty: [HashSet::new(), dirty_hours.collect(), dirty_days.iter().copied().collect()],
             overflow: [overflow_minutes.iter().copied().collect(), HashSet::new(), HashSet::new()],
             by_key,
         }
@@ -353,8 +355,8 @@ mod tests {
 
     #[test]
     fn coarsest_complete_periods_inside_the_window_and_raw_edges() {
-        // Days before day 3 and hours before hour 80 are compacted.
-        let p = planner([i64::MAX, 80, 3], &[], false);
+        // Day 3 and hours from 80 on are dirty (not compacted yet).
+        let p = planner(80..200, &[3], &[], false);
         let (a, b) = (1.5 * D + 30_000.0, 3.0 * D + 10.0 * H + 5.0 * M + 1.0);
         let mut out = Vec::new();
         p.plan(a, b, &mut out);
@@ -394,7 +396,7 @@ mod tests {
                 ],
             ),
         ] {
-            let p = planner([i64::MAX, 0, 0], &[12], by_key);
+            let p = planner(0..1, &[0], &[12], by_key);
             let mut out = Vec::new();
             p.plan(a, b, &mut out);
             tiles(&out, a, b);

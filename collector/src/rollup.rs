@@ -1,25 +1,27 @@
-//! Rollups: per-period aggregates of the records, written by the writer thread in the same
-//! transaction as the records themselves, so a read never has to see every record.
+//! Rollups: per-period aggregates of the records, so a read never has to see every record.
 //!
 //! A rollup row is the `Agg` of the records whose `startEpochMs` falls in one period, for one
-//! key (route, model, outcome). Three levels: minutes, hours, days (UTC). Minute rows are
-//! written with every commit. An hour (a day) is *compacted* — its rows built by merging the
-//! rows of the level below — once it has ended (plus `GRACE_MS`); from then on, a late record
-//! updates its minute, hour and day rows alike. `through[level]` is the first period not yet
-//! compacted (kept in `meta`): every period below it is complete at that level. A window's read
-//! takes the coarsest complete periods inside it, finer ones at its edges, and the raw records
-//! only for the part of the window that is not a whole minute (`plan`).
+//! key (route, model, outcome). Three levels: minutes, hours, days (UTC). The writer thread
+//! keeps the minute rows, in the same transaction as the records themselves. An hour (a day)
+//! is built by merging the rows of the level below (*compaction*), in the background, once it
+//! is complete (ended `GRACE_MS` ago) and quiet (no record for `QUIET`). A record marks its
+//! hour and day *dirty* (`rollup_dirty`, same transaction) until compaction has rebuilt them,
+//! and a read uses an hour or day row only when it is not dirty: so live traffic writes one
+//! level, a late record (or a replaced partial) rebuilds its hour and day later, and a read is
+//! always exact in what it counts. A window's read takes the coarsest clean periods inside it,
+//! finer ones at its edges, and the raw records only for what is not a whole minute (`plan`).
 //!
-//! Keys are bounded: a period keeps at most `MAX_KEYS` (route, model, outcome) keys; records
-//! with keys past that fold into (`OTHER`, `OTHER`, outcome) and the period is marked
-//! *overflowed* — unfiltered reads still use its rows, reads filtered by route or model go one
-//! level down (and to the raw records for an overflowed minute). So any mix of beacons, however
+//! Keys are bounded: a minute keeps at most `MAX_KEYS` (route, model, outcome) keys, an hour or
+//! day the `MAX_KEYS` largest; the rest fold into (`OTHER`, `OTHER`, outcome) and the period is
+//! marked *overflowed*. Unfiltered reads still use its rows; reads filtered by route or model go
+//! one level down, to the raw records for an overflowed minute. So any mix of beacons, however
 //! hostile, costs at most `MAX_KEYS` rows per period.
 //!
-//! A stored `partial` that is replaced by its completed version is taken back out of its rows
+//! A stored `partial` replaced by its completed version is taken back out of its minute row
 //! (`Agg::subtract`) before the new version goes in: rollups always sum the stored records.
 
 use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
@@ -32,8 +34,11 @@ pub const MAX_KEYS: usize = 256;
 /// Route and model of folded keys; parentheses never survive `keys::safe_key`, so no real
 /// route or model can collide with it.
 pub const OTHER: &str = "(other)";
-/// An hour (day) is compacted this long after it ended: most of its records have arrived.
+/// An hour (day) is compacted once it ended this long ago: most of its records have arrived.
 pub const GRACE_MS: i64 = 5 * 60_000;
+/// …and no record has touched it for this long (a backfill or a burst of late records
+/// rebuilds it once, not once per commit).
+pub const QUIET: Duration = Duration::from_secs(2);
 
 /// Tables of migration 2.
 pub const SCHEMA: &str = r#"
@@ -49,6 +54,8 @@ CREATE TABLE rollups (
 CREATE UNIQUE INDEX rollups_key ON rollups(level, period, route, model, outcome);
 CREATE TABLE rollup_overflow (level INTEGER NOT NULL, period INTEGER NOT NULL,
                               PRIMARY KEY (level, period)) WITHOUT ROWID;
+CREATE TABLE rollup_dirty (level INTEGER NOT NULL, period INTEGER NOT NULL,
+                           PRIMARY KEY (level, period)) WITHOUT ROWID;
 CREATE TABLE beacon_rollups (
   minute         INTEGER PRIMARY KEY,   -- floor(received_ms / 60000)
   beacons        INTEGER NOT NULL,
@@ -77,143 +84,154 @@ fn other(outcome: &str) -> Key {
     (OTHER.into(), OTHER.into(), outcome.into())
 }
 
-/// Compacted-through watermarks (index 0, minutes, is always written: unused).
-pub fn load_through(c: &Connection) -> rusqlite::Result<[i64; 3]> {
-    let mut t = [i64::MAX, 0, 0];
-    for (l, slot) in t.iter_mut().enumerate().skip(1) {
-        *slot = c
-            .query_row(
-                "SELECT value FROM meta WHERE key = ?1",
-                [format!("rollup_through_{l}")],
-                |r| r.get::<_, i64>(0),
-            )
-            .optional()?
-            .unwrap_or(0);
-    }
-    Ok(t)
+/// Periods at `level` with `lo <= period < hi` that are dirty (their rows are stale).
+pub fn dirty(c: &Connection, level: usize, lo: i64, hi: i64) -> rusqlite::Result<HashSet<i64>> {
+    let mut st = c.prepare_cached(
+        "SELECT period FROM rollup_dirty WHERE level = ?1 AND period >= ?2 AND period < ?3",
+    )?;
+    let rows = st.query_map(params![level as i64, lo, hi], |r| r.get::<_, i64>(0))?;
+    rows.collect()
 }
 
 #[derive(Default)]
-struct PeriodKeys {
-    set: HashSet<Key>,
+struct MinuteKeys {
+    set: HashSet<u32>,
     overflow: bool,
 }
 
-type RowKey = (usize, i64, Key);
-
-/// The writer's side: a cache of the rows it is updating, and what each period holds.
+/// The writer's side: the minute rows it is updating (decoded), the keys each minute holds,
+/// and the dirty marks it has written.
+#[derive(Default)]
 pub struct Rollups {
-    rows: HashMap<RowKey, Agg>,
-    dirty: HashSet<RowKey>,
-    keys: HashMap<(usize, i64), PeriodKeys>,
-    new_overflow: Vec<(usize, i64)>,
-    pub through: [i64; 3],
+    /// Keys interned to small ids (cheap to hash and compare per record).
+    ids: HashMap<Key, u32>,
+    names: Vec<Key>,
+    rows: HashMap<(i64, u32), Agg>,
+    changed: HashSet<(i64, u32)>,
+    minutes: HashMap<i64, MinuteKeys>,
+    new_overflow: Vec<i64>,
+    /// Dirty marks in the database (as far as this writer knows) → last touched.
+    marked: HashMap<(usize, i64), Instant>,
+    new_marks: Vec<(usize, i64)>,
 }
 
-/// Rows and periods the writer keeps decoded between commits (the current minutes' rows are
-/// touched by nearly every commit; re-reading and decoding them each time would cost more
-/// than the rest of a commit).
+/// Rows and minutes kept decoded between commits (the current minutes' rows are touched by
+/// nearly every commit; re-reading and decoding them each time would cost more than the rest
+/// of a commit), and interned keys at most.
 const CACHE_ROWS: usize = 2048;
-const CACHE_PERIODS: usize = 4096;
+const CACHE_MINUTES: usize = 1024;
+const MAX_IDS: usize = 100_000;
 
 impl Rollups {
-    pub fn load(c: &Connection) -> rusqlite::Result<Rollups> {
-        Ok(Rollups {
-            rows: HashMap::new(),
-            dirty: HashSet::new(),
-            keys: HashMap::new(),
-            new_overflow: Vec::new(),
-            through: load_through(c)?,
-        })
+    pub fn new() -> Rollups {
+        Rollups::default()
     }
 
-    /// Adds (or, `sub`, takes back out) one record in every row that holds it.
+    fn intern(&mut self, k: Key) -> u32 {
+        if let Some(id) = self.ids.get(&k) {
+            return *id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(k.clone());
+        self.ids.insert(k, id);
+        id
+    }
+
+    /// Adds (or, `sub`, takes back out) one record in its minute row, and marks its hour and
+    /// day dirty.
     pub fn apply(&mut self, tx: &Transaction, s: &Sample, sub: bool) -> rusqlite::Result<()> {
-        let one = if sub {
-            let mut a = Agg::default();
-            a.add(s, usize::MAX);
-            Some(a)
-        } else {
-            None
-        };
-        let base = key_of(s);
-        for level in 0..LEVEL_MS.len() {
-            let p = period(level, s.start_ms);
-            if level > 0 && p >= self.through[level] {
-                continue; // not compacted yet: compaction will merge the minute rows
-            }
-            let key = self.admit(tx, level, p, &base, !sub)?;
-            let rk = (level, p, key);
-            if !self.rows.contains_key(&rk) {
-                match load_row(tx, &rk)? {
-                    Some(a) => {
-                        self.rows.insert(rk.clone(), a);
-                    }
-                    None if sub => continue, // not there (retention took it): nothing to undo
-                    None => {
-                        self.rows.insert(rk.clone(), Agg::default());
-                    }
+        let m = period(0, s.start_ms);
+        let id = self.intern(key_of(s));
+        let id = self.admit(tx, m, id, !sub)?;
+        let rk = (m, id);
+        if !self.rows.contains_key(&rk) {
+            match load_row(tx, 0, m, &self.names[id as usize])? {
+                Some(a) => {
+                    self.rows.insert(rk, a);
+                }
+                None if sub => return Ok(()), // not there (retention took it): nothing to undo
+                None => {
+                    self.rows.insert(rk, Agg::default());
                 }
             }
-            let row = self.rows.get_mut(&rk).expect("present");
-            match &one {
-                Some(o) => row.subtract(o),
-                None => row.add(s, MAX_SERVER_STAGES),
+        }
+        let row = self.rows.get_mut(&rk).expect("present");
+        if sub {
+            let mut one = Agg::default();
+            one.add(s, usize::MAX);
+            row.subtract(&one);
+        } else {
+            row.add(s, MAX_SERVER_STAGES);
+        }
+        self.changed.insert(rk);
+        let now = Instant::now();
+        for level in 1..LEVEL_MS.len() {
+            let p = period(level, s.start_ms);
+            if self.marked.insert((level, p), now).is_none() {
+                self.new_marks.push((level, p));
             }
-            self.dirty.insert(rk);
         }
         Ok(())
     }
 
-    /// The key a record is counted under in this period: its own while the period has room
-    /// (or already has it), else the folded key. `create`: false when taking a record back out
-    /// (its key is either there or was folded).
-    fn admit(
-        &mut self,
-        tx: &Transaction,
-        level: usize,
-        p: i64,
-        key: &Key,
-        create: bool,
-    ) -> rusqlite::Result<Key> {
-        if !self.keys.contains_key(&(level, p)) {
-            let pk = load_keys(tx, level, p)?;
-            self.keys.insert((level, p), pk);
-        }
-        let pk = self.keys.get_mut(&(level, p)).expect("loaded");
-        if pk.set.contains(key) {
-            return Ok(key.clone());
-        }
-        if create && pk.set.len() < MAX_KEYS && key.0 != OTHER {
-            pk.set.insert(key.clone());
-            return Ok(key.clone());
-        }
-        let o = other(&key.2);
-        if create {
-            if !pk.overflow {
-                pk.overflow = true;
-                self.new_overflow.push((level, p));
+    /// The key a record is counted under in minute `m`: its own while the minute has room (or
+    /// already has it), else the folded key. `create`: false when taking a record back out (its
+    /// key is either there or was folded).
+    fn admit(&mut self, tx: &Transaction, m: i64, id: u32, create: bool) -> rusqlite::Result<u32> {
+        if !self.minutes.contains_key(&m) {
+            let mut mk = MinuteKeys::default();
+            for k in load_keys(tx, 0, m)? {
+                mk.set.insert(self.intern(k));
             }
-            pk.set.insert(o.clone());
+            mk.overflow = tx
+                .prepare_cached("SELECT 1 FROM rollup_overflow WHERE level = 0 AND period = ?1")?
+                .exists([m])?;
+            self.minutes.insert(m, mk);
         }
-        Ok(o)
+        let is_other = self.names[id as usize].0 == OTHER;
+        let o = other(&self.names[id as usize].2);
+        let oid = self.intern(o);
+        let mk = self.minutes.get_mut(&m).expect("loaded");
+        if mk.set.contains(&id) {
+            return Ok(id);
+        }
+        if create && mk.set.len() < MAX_KEYS && !is_other {
+            mk.set.insert(id);
+            return Ok(id);
+        }
+        if create {
+            if !mk.overflow {
+                mk.overflow = true;
+                self.new_overflow.push(m);
+            }
+            mk.set.insert(oid);
+        }
+        Ok(oid)
     }
 
-    /// Writes every row changed since the last flush (in the caller's transaction).
+    /// Writes every row changed since the last flush, and the new marks (in the caller's
+    /// transaction).
     pub fn flush(&mut self, tx: &Transaction) -> rusqlite::Result<()> {
         let mut up = tx.prepare_cached(
-            "INSERT INTO rollups(level, period, route, model, outcome, n, data) VALUES (?1,?2,?3,?4,?5,?6,?7) \
+            "INSERT INTO rollups(level, period, route, model, outcome, n, data) VALUES (0,?1,?2,?3,?4,?5,?6) \
              ON CONFLICT(level, period, route, model, outcome) DO UPDATE SET n = excluded.n, data = excluded.data",
         )?;
-        for rk in self.dirty.iter() {
+        for rk in &self.changed {
             let a = &self.rows[rk];
-            let (level, p, (route, model, outcome)) = rk;
-            up.execute(params![*level as i64, p, route, model, outcome, a.n as i64, a.encode()])?;
+            let (route, model, outcome) = &self.names[rk.1 as usize];
+            up.execute(params![rk.0, route, model, outcome, a.n as i64, a.encode()])?;
         }
-        let mut ov =
-            tx.prepare_cached("INSERT OR IGNORE INTO rollup_overflow(level, period) VALUES (?1, ?2)")?;
-        for (level, p) in &self.new_overflow {
-            ov.execute(params![*level as i64, p])?;
+        let mut ov = tx.prepare_cached(
+            "INSERT OR IGNORE INTO rollup_overflow(level, period) VALUES (0, ?1)",
+        )?;
+        for m in &self.new_overflow {
+            ov.execute([m])?;
+        }
+        let mut mark = tx.prepare_cached(
+            "INSERT OR IGNORE INTO rollup_dirty(level, period) VALUES (?1, ?2)",
+        )?;
+        for (level, p) in &self.new_marks {
+            mark.execute(params![*level as i64, p])?;
         }
         Ok(())
     }
@@ -221,103 +239,94 @@ impl Rollups {
     /// After the transaction: on success the cache is the database again (trimmed to its
     /// bounds); on failure it may be ahead of it, so it is dropped.
     pub fn settle(&mut self, committed: bool) {
-        let touched: HashSet<RowKey> = std::mem::take(&mut self.dirty);
+        let touched = std::mem::take(&mut self.changed);
         self.new_overflow.clear();
+        self.new_marks.clear();
         if !committed {
-            self.rows.clear();
-            self.keys.clear();
-            return;
+            return self.forget();
         }
         if self.rows.len() > CACHE_ROWS {
             self.rows.retain(|k, _| touched.contains(k));
         }
-        if self.keys.len() > CACHE_PERIODS {
-            let live: HashSet<(usize, i64)> = touched.iter().map(|(l, p, _)| (*l, *p)).collect();
-            self.keys.retain(|k, _| live.contains(k));
+        if self.minutes.len() > CACHE_MINUTES {
+            let live: HashSet<i64> = touched.iter().map(|(m, _)| *m).collect();
+            self.minutes.retain(|m, _| live.contains(m));
+        }
+        if self.ids.len() > MAX_IDS {
+            self.forget();
         }
     }
 
-    /// Forgets cached rows (after retention deleted some).
+    /// Forgets everything cached (after a failed commit, or retention deleted rows).
     pub fn forget(&mut self) {
-        self.rows.clear();
-        self.keys.clear();
+        *self = Rollups::default();
     }
 
-    /// One step of compaction, if one is due: builds the rows of the oldest complete hour (or
-    /// day) not compacted yet from the level below, in its own transaction. `Ok(false)`: nothing
-    /// was due. Stretches without data are skipped in one step.
+    /// One step of compaction, if one is due: rebuilds the oldest dirty hour (then day) that is
+    /// complete and quiet from the level below, in its own transaction. `Ok(false)`: none due.
     pub fn compact_step(&mut self, c: &mut Connection, now_ms: f64) -> rusqlite::Result<bool> {
-        for level in 1..LEVEL_MS.len() {
-            let (len, below) = (LEVEL_MS[level], LEVEL_MS[level - 1]);
-            let ratio = len / below;
-            let mut target = ((now_ms as i64 - GRACE_MS).div_euclid(len)).max(0);
-            if level == 2 {
-                // A day only once all its hours are compacted.
-                target = target.min(self.through[1].div_euclid(ratio));
-            }
-            let w = self.through[level];
-            if w >= target {
-                continue;
-            }
-            let next: Option<i64> = c.query_row(
-                "SELECT MIN(period) FROM rollups WHERE level = ?1 AND period >= ?2",
-                params![(level - 1) as i64, w * ratio],
-                |r| r.get(0),
-            )?;
-            let tx = c.transaction()?;
-            let first = next.map_or(target, |p| p.div_euclid(ratio)).max(w);
-            let done = if first >= target {
-                target // nothing below to merge up to the target
-            } else if first > w {
-                first // skip the empty stretch
-            } else {
-                compact(&tx, level, w)?;
-                w + 1
-            };
-            tx.execute(
-                "INSERT INTO meta(key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                params![format!("rollup_through_{level}"), done],
-            )?;
-            tx.commit()?;
-            self.through[level] = done;
-            self.keys.retain(|(l, _), _| *l != level);
-            return Ok(true);
-        }
-        Ok(false)
+        let marks: Vec<(usize, i64)> = c
+            .prepare_cached("SELECT level, period FROM rollup_dirty ORDER BY level, period")?
+            .query_map([], |r| Ok((r.get::<_, i64>(0)? as usize, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let due = marks.iter().copied().find(|&(level, p)| {
+            let len = LEVEL_MS[level];
+            let complete = (p + 1) * len + GRACE_MS <= now_ms as i64;
+            let quiet = self.marked.get(&(level, p)).is_none_or(|t| t.elapsed() >= QUIET);
+            // A day only from clean hours.
+            let hours_clean = level != 2
+                || !marks.iter().any(|&(l, h)| l == 1 && h.div_euclid(24) == p);
+            level > 0 && complete && quiet && hours_clean
+        });
+        let Some((level, p)) = due else {
+            return Ok(false);
+        };
+        let tx = c.transaction()?;
+        compact(&tx, level, p)?;
+        tx.execute(
+            "DELETE FROM rollup_dirty WHERE level = ?1 AND period = ?2",
+            params![level as i64, p],
+        )?;
+        tx.commit()?;
+        self.marked.remove(&(level, p));
+        Ok(true)
     }
 }
 
-fn load_row(tx: &Transaction, rk: &RowKey) -> rusqlite::Result<Option<Agg>> {
-    let (level, p, (route, model, outcome)) = rk;
+fn load_row(tx: &Transaction, level: usize, p: i64, key: &Key) -> rusqlite::Result<Option<Agg>> {
+    let (route, model, outcome) = key;
     let mut st = tx.prepare_cached(
         "SELECT data FROM rollups WHERE level = ?1 AND period = ?2 AND route = ?3 AND model = ?4 AND outcome = ?5",
     )?;
     let data: Option<Vec<u8>> = st
-        .query_row(params![*level as i64, p, route, model, outcome], |r| r.get(0))
+        .query_row(params![level as i64, p, route, model, outcome], |r| r.get(0))
         .optional()?;
     // A row that does not decode (damaged) starts again from empty rather than failing ingest.
     Ok(data.map(|d| Agg::decode(&d, Want::ALL).unwrap_or_default()))
 }
 
-fn load_keys(tx: &Transaction, level: usize, p: i64) -> rusqlite::Result<PeriodKeys> {
+fn load_keys(tx: &Transaction, level: usize, p: i64) -> rusqlite::Result<Vec<Key>> {
     let mut st = tx.prepare_cached(
         "SELECT route, model, outcome FROM rollups WHERE level = ?1 AND period = ?2",
     )?;
-    let set = st
-        .query_map(params![level as i64, p], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-        .collect::<rusqlite::Result<HashSet<Key>>>()?;
-    let overflow = tx
-        .prepare_cached("SELECT 1 FROM rollup_overflow WHERE level = ?1 AND period = ?2")?
-        .exists(params![level as i64, p])?;
-    Ok(PeriodKeys { set, overflow })
+    let rows = st.query_map(params![level as i64, p], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    rows.collect()
 }
 
-/// Builds period `p` of `level` from the rows of the level below. The largest keys keep rows
+/// (Re)builds period `p` of `level` from the rows of the level below. The largest keys keep rows
 /// of their own when the period has more than `MAX_KEYS`.
 fn compact(tx: &Transaction, level: usize, p: i64) -> rusqlite::Result<()> {
     let ratio = LEVEL_MS[level] / LEVEL_MS[level - 1];
     let (lo, hi) = (p * ratio, (p + 1) * ratio);
     let below = (level - 1) as i64;
+    tx.execute(
+        "DELETE FROM rollups WHERE level = ?1 AND period = ?2",
+        params![level as i64, p],
+    )?;
+    tx.execute(
+        "DELETE FROM rollup_overflow WHERE level = ?1 AND period = ?2",
+        params![level as i64, p],
+    )?;
     let mut by: HashMap<Key, Agg> = HashMap::new();
     {
         let mut st = tx.prepare_cached(
@@ -348,8 +357,7 @@ fn compact(tx: &Transaction, level: usize, p: i64) -> rusqlite::Result<()> {
         out.entry(k).or_default().merge(&a, MAX_SERVER_STAGES);
     }
     let mut ins = tx.prepare_cached(
-        "INSERT INTO rollups(level, period, route, model, outcome, n, data) VALUES (?1,?2,?3,?4,?5,?6,?7) \
-         ON CONFLICT(level, period, route, model, outcome) DO UPDATE SET n = excluded.n, data = excluded.data",
+        "INSERT INTO rollups(level, period, route, model, outcome, n, data) VALUES (?1,?2,?3,?4,?5,?6,?7)",
     )?;
     for ((route, model, outcome), a) in &out {
         ins.execute(params![level as i64, p, route, model, outcome, a.n as i64, a.encode()])?;
@@ -391,10 +399,12 @@ pub fn delete_before(tx: &Transaction, cutoff_ms: i64, limit: usize) -> rusqlite
             "DELETE FROM rollups WHERE rowid IN (SELECT rowid FROM rollups WHERE level = ?1 AND period < ?2 LIMIT ?3)",
             params![level as i64, end, limit as i64],
         )?;
-        tx.execute(
-            "DELETE FROM rollup_overflow WHERE level = ?1 AND period < ?2",
-            params![level as i64, end],
-        )?;
+        for table in ["rollup_overflow", "rollup_dirty"] {
+            tx.execute(
+                &format!("DELETE FROM {table} WHERE level = ?1 AND period < ?2"),
+                params![level as i64, end],
+            )?;
+        }
     }
     n += tx.execute(
         "DELETE FROM beacon_rollups WHERE minute IN (SELECT minute FROM beacon_rollups WHERE minute < ?1 LIMIT ?2)",
@@ -410,7 +420,7 @@ pub fn backfill(tx: &Transaction) -> rusqlite::Result<()> {
     let mut rows = 0usize;
     let mut records = 0usize;
     {
-        let mut st = tx.prepare(&crate::samples::select(true, "1=1 ORDER BY start_ms"))?;
+        let mut st = tx.prepare(&crate::samples::select(Want::ALL, "1=1 ORDER BY start_ms"))?;
         let mut q = st.query([])?;
         let mut minute: Option<i64> = None;
         let mut acc: HashMap<Key, Agg> = HashMap::new();
@@ -425,6 +435,13 @@ pub fn backfill(tx: &Transaction) -> rusqlite::Result<()> {
             }
             if overflow {
                 tx.execute("INSERT OR IGNORE INTO rollup_overflow(level, period) VALUES (0, ?1)", [m])?;
+            }
+            // Its hour and day are built from it in the background.
+            for level in 1..LEVEL_MS.len() {
+                tx.execute(
+                    "INSERT OR IGNORE INTO rollup_dirty(level, period) VALUES (?1, ?2)",
+                    params![level as i64, (m * LEVEL_MS[0]).div_euclid(LEVEL_MS[level])],
+                )?;
             }
             Ok(())
         };

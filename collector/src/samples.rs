@@ -4,25 +4,36 @@
 
 use rusqlite::{Row, ToSql};
 
-use crate::agg::{Sample, N_METRICS};
+use crate::agg::{Sample, Want, N_METRICS};
 
-/// Columns read per record, in `sample()`'s order; `{stages}` is the Server-Timing list or
-/// NULL when the read does not need it.
-const COLS: &str = "start_ms, outcome, route, model, \
-    ttft, ttfp, perceived_ttft, total, perceived_total, tpot, itl_p50, itl_p95, itl_max, \
-    render_delay_p95, stalls_count, stalls_total_ms, stalls_network, stalls_render, buffered, hidden, \
-    m_interaction, m_headers, m_first_byte, m_first_token, m_first_paint, m_last_token, m_last_paint, m_end";
+/// Columns read per record, in `sample()`'s order: the key, the 12 metrics (`agg::METRICS`
+/// order; `stalls_count` is also a count), the counts, the marks; then the Server-Timing list.
+const KEY: &str = "start_ms, outcome, route, model";
+const METRIC_COLS: [&str; N_METRICS] = [
+    "ttft", "ttfp", "perceived_ttft", "total", "perceived_total", "tpot", "itl_p50", "itl_p95",
+    "itl_max", "render_delay_p95", "stalls_count", "stalls_total_ms",
+];
+const COUNTS: &str = "stalls_network, stalls_render, buffered, hidden";
+const MARKS: &str = "m_interaction, m_headers, m_first_byte, m_first_token, m_first_paint, m_last_token, m_last_paint, m_end";
 
 /// Server-Timing stages of the record, `name US dur` joined by RS (names are safe keys, so
 /// they hold neither separator; an older database's odd name is skipped, never misread).
 const STAGES: &str = "(SELECT group_concat(name || char(31) || dur, char(30)) FROM stages WHERE record_id = records.id)";
 
-/// `SELECT … FROM records WHERE {where}`, with or without the stages (their subquery is most
-/// of the cost of a raw read).
-pub fn select(with_stages: bool, where_: &str) -> String {
+/// `SELECT … FROM records WHERE {where}`, reading only what `want` needs (the rest is NULL in
+/// its place): a raw read for one metric decodes one metric column, not all of them, and the
+/// stages subquery is most of the cost of a raw read.
+pub fn select(want: Want, where_: &str) -> String {
+    let metrics: Vec<&str> = METRIC_COLS
+        .iter()
+        .enumerate()
+        .map(|(i, c)| if want.has(i) || *c == "stalls_count" { *c } else { "NULL" })
+        .collect();
+    let marks = if want.stages { MARKS.to_string() } else { vec!["NULL"; 8].join(", ") };
     format!(
-        "SELECT {COLS}, {} FROM records WHERE {where_}",
-        if with_stages { STAGES } else { "NULL" }
+        "SELECT {KEY}, {}, {COUNTS}, {marks}, {} FROM records WHERE {where_}",
+        metrics.join(", "),
+        if want.stages { STAGES } else { "NULL" }
     )
 }
 
@@ -70,7 +81,7 @@ pub fn stored_partial(
     c: &rusqlite::Connection,
     id: &str,
 ) -> rusqlite::Result<Option<Sample>> {
-    let mut st = c.prepare_cached(&select(true, "id = ?1 AND outcome = 'partial'"))?;
+    let mut st = c.prepare_cached(&select(Want::ALL, "id = ?1 AND outcome = 'partial'"))?;
     let mut rows = st.query([&id as &dyn ToSql])?;
     match rows.next()? {
         Some(r) => Ok(Some(sample(r)?)),

@@ -140,7 +140,7 @@ impl Store {
         let mut conn =
             open_conn(path, sync).map_err(|e| format!("open {}: {e}", path.display()))?;
         crate::schema::migrate(&mut conn)?;
-        let rollups = Rollups::load(&conn).map_err(|e| format!("rollups: {e}"))?;
+        let rollups = Rollups::new();
         // Bounded: when the disk cannot keep up, handlers wait here (backpressure), not in RAM.
         let (tx, rx) = mpsc::channel::<Msg>(4096);
         let health: Health = Arc::default();
@@ -378,18 +378,11 @@ impl Writer {
         let t = Instant::now();
         match self.rollups.compact_step(&mut self.conn, crate::clock::now_ms()) {
             Ok(true) => {
-                let ms = t.elapsed().as_millis() as u64;
-                if ms > 50 {
-                    tracing::debug!(ms, through = ?self.rollups.through, "rollups compacted");
-                }
+                tracing::debug!(ms = t.elapsed().as_millis() as u64, "rollups compacted");
             }
             Ok(false) => self.compacting = false,
             Err(e) => {
                 self.compacting = false; // retried at the next tick
-                self.rollups.forget();
-                if let Ok(t) = crate::rollup::load_through(&self.conn) {
-                    self.rollups.through = t;
-                }
                 tracing::error!(error = %e, "rollup compaction failed (retried)");
             }
         }

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use llm_rum_collector::client::Conn;
 use serde_json::{json, Value};
 
-use super::{spawn_collector, temp_dir, Args};
+use super::{cpu_s, spawn_collector, temp_dir, Args};
 
 const ROUTES: [&str; 4] = [
     "/v1/chat/completions",
@@ -116,7 +116,12 @@ pub fn run(a: &Args, rt: &tokio::runtime::Runtime) {
             + 1.0
     } else {
         let end = llm_rum_collector::clock::now_ms();
+        let cpu0 = cpu_s(child.id());
         rt.block_on(fill(a, addr, n, end - window_s * 1000.0, window_s * 1000.0));
+        println!(
+            "collector CPU during the fill: {:.1} µs per record",
+            (cpu_s(child.id()) - cpu0) / n as f64 * 1e6
+        );
         end
     };
     let from = window_end - window_s * 1000.0;
