@@ -652,19 +652,48 @@ async fn metrics(State(s): State<Shared>) -> Response {
 
 // ---------- alert evaluation ----------
 
-/// The alert engine's view of SQLite: rollups, on the engine's own connection.
-pub struct DbSource<'a>(pub &'a Ctx<'a>);
+/// The alert engine's view of SQLite: rollups, on the engine's own connection. Every budget
+/// shares one window, so one read of it (with every budget's metric) serves them all.
+pub struct DbSource<'a> {
+    cx: &'a Ctx<'a>,
+    want: crate::agg::Want,
+    last: std::cell::RefCell<Option<((f64, f64), Option<crate::agg::Agg>)>>,
+}
+
+impl<'a> DbSource<'a> {
+    pub fn new(cx: &'a Ctx<'a>, budgets: &[crate::alerts::Budget]) -> DbSource<'a> {
+        let metrics = budgets
+            .iter()
+            .filter_map(|b| crate::agg::metric_index(&b.metric))
+            .fold(0u16, |m, i| m | (1 << i));
+        DbSource {
+            cx,
+            want: crate::agg::Want { metrics, stages: false },
+            last: std::cell::RefCell::new(None),
+        }
+    }
+}
 
 impl Source for DbSource<'_> {
     fn quantile(&self, metric: &str, q: f64, from: f64, to: f64) -> Option<f64> {
         let i = crate::agg::metric_index(metric)?;
-        query::quantile(self.0, i, q, from, to).unwrap_or_else(|e| {
-            tracing::error!(error = %e, "alert query failed");
-            None
-        })
+        let mut last = self.last.borrow_mut();
+        if last.as_ref().is_none_or(|(w, _)| *w != (from, to)) {
+            let f = Filter {
+                from: Some(from),
+                to: Some(to),
+                ..Filter::default()
+            };
+            let agg = crate::plan::total(self.cx, &f, self.want)
+                .map(|t| t.agg)
+                .map_err(|e| tracing::error!(error = %e, "alert query failed"))
+                .ok();
+            *last = Some(((from, to), agg));
+        }
+        last.as_ref()?.1.as_ref()?.metrics[i].quantile(q)
     }
     fn stage_medians(&self, from: f64, to: f64) -> Vec<(String, f64)> {
-        query::window_stage_medians(self.0, from, to).unwrap_or_else(|e| {
+        query::window_stage_medians(self.cx, from, to).unwrap_or_else(|e| {
             tracing::error!(error = %e, "alert stage query failed");
             Vec::new()
         })
@@ -685,7 +714,8 @@ pub async fn alert_loop(s: Shared) {
             let t = Instant::now();
             let r = s2.pool.alerts(|cx| {
                 let mut e = s2.engine.lock().unwrap_or_else(|e| e.into_inner());
-                let events = e.evaluate(&DbSource(cx), now_ms());
+                let src = DbSource::new(cx, &e.budgets);
+                let events = e.evaluate(&src, now_ms());
                 for ev in events {
                     let a = e.alerts.iter().find(|a| match ev {
                         crate::alerts::Event::Fired(id) | crate::alerts::Event::Resolved(id) => {

@@ -148,6 +148,42 @@ impl Planner {
         self.range(a, b, LEVEL_MS.len() - 1, out)
     }
 
+    /// A raw piece inside one minute whose rest of the minute holds no matching record reads
+    /// that minute's row instead: the row holds exactly the same records. Typical: the minute
+    /// in progress at the end of a window that ends now (what every alert evaluation reads).
+    pub fn refine(&self, cx: &Ctx, f: &Filter, pieces: &mut [Piece]) -> QResult<()> {
+        let (kw, kp) = f.keys_sql();
+        let len = LEVEL_MS[0] as f64;
+        for piece in pieces.iter_mut() {
+            let Piece::Raw { from, to } = *piece else { continue };
+            let m = (from / len).floor();
+            let (m0, m1) = (m * len, (m + 1.0) * len);
+            if to > m1 || !self.usable(0, m as i64) {
+                continue;
+            }
+            let mut st = cx.c.prepare_cached(&format!(
+                "SELECT EXISTS(SELECT 1 FROM records WHERE start_ms >= ? AND start_ms < ?{kw})"
+            ))?;
+            let mut empty = |a: f64, b: f64| -> QResult<bool> {
+                if a >= b {
+                    return Ok(true);
+                }
+                let mut p: Vec<Box<dyn ToSql>> = vec![Box::new(a), Box::new(b)];
+                p.extend(kp.iter().map(|v| Box::new(v.clone()) as Box<dyn ToSql>));
+                let any: bool = st.query_row(rusqlite::params_from_iter(p.iter()), |r| r.get(0))?;
+                Ok(!any)
+            };
+            if empty(m0, from)? && empty(to, m1)? {
+                *piece = Piece::Rollup {
+                    level: 0,
+                    from: m as i64,
+                    to: m as i64 + 1,
+                };
+            }
+        }
+        Ok(())
+    }
+
     fn usable(&self, level: usize, p: i64) -> bool {
         !self.dirty[level].contains(&p) && !(self.by_key && self.overflow[level].contains(&p))
     }
@@ -314,6 +350,7 @@ pub fn total(cx: &Ctx, f: &Filter, want: Want) -> QResult<Total> {
         let planner = Planner::new(cx.c, f, a, b)?;
         let mut pieces = Vec::new();
         planner.plan(a, b, &mut pieces);
+        planner.refine(cx, f, &mut pieces)?;
         run(cx, &pieces, f, want, &mut t)?;
     }
     Ok(t)

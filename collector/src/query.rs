@@ -220,6 +220,7 @@ pub fn timeseries(cx: &Ctx, f: &Filter, metric: usize, q: f64, bucket_ms: f64) -
             planner.plan(lo, hi, &mut pieces);
             k += 1.0;
         }
+        planner.refine(cx, f, &mut pieces)?;
     } else {
         // Not whole minutes: no rollup fits a bucket, so the records are read (within the
         // query budget).
@@ -274,16 +275,6 @@ pub fn histogram(cx: &Ctx, f: &Filter, names: &[&str], bins: usize) -> QResult<V
         })
         .collect();
     Ok(json!({"binWidth": width, "bins": bins, "series": out}))
-}
-
-/// The q-percentile of one metric over `[from, to)` (the alert engine's value).
-pub fn quantile(cx: &Ctx, metric: usize, q: f64, from: f64, to: f64) -> QResult<Option<f64>> {
-    let f = Filter {
-        from: Some(from),
-        to: Some(to),
-        ..Filter::default()
-    };
-    Ok(plan::total(cx, &f, Want::metric(metric))?.agg.metrics[metric].quantile(q))
 }
 
 /// Stage medians over `[from, to)` (what the alert engine compares when an alert fires).

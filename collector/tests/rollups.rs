@@ -291,6 +291,12 @@ async fn more_keys_than_a_period_keeps_fold_and_filters_stay_exact() {
     assert_eq!((keys, overflowed), (257, 2), "256 keys and the folded one; minute and hour marked");
     let all: Sel = recs.iter().collect();
     check_summary(&get(run.addr, "/api/summary").await.json(), &all, "unfiltered");
+    // A window ending inside the minute, after its last record: read from the minute's row
+    // (nothing else in the minute), or, filtered by a folded route, from the records.
+    let part = format!("from={minute}&to={}", minute + 45_000.0);
+    check_summary(&get(run.addr, &format!("/api/summary?{part}")).await.json(), &all, "part of the minute");
+    let r299: Sel = all.iter().copied().filter(|x| x["url"].as_str().unwrap().ends_with("/r/299")).collect();
+    check_summary(&get(run.addr, &format!("/api/summary?{part}&route=/r/299")).await.json(), &r299, "part, folded route");
     for r in ["/r/0", "/r/255", "/r/299"] {
         let sel: Sel = all.iter().copied().filter(|x| x["url"].as_str().unwrap().ends_with(r)).collect();
         assert_eq!(sel.len(), 2);
