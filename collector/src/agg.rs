@@ -6,7 +6,7 @@
 //! error α = 1 %), shared rather than re-implemented: per-period sketches merge into the
 //! sketch of the whole window, so a read never has to see the records themselves.
 
-use llm_rum::core::stats::LogHistogram;
+use llm_rum::core::stats::{get_varint, put_varint, LogHistogram};
 
 use crate::ingest::Row;
 
@@ -465,27 +465,6 @@ impl Agg {
 
 /// Version byte of `Agg::encode`.
 const FORMAT: u8 = 1;
-
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn get_varint(buf: &[u8], at: &mut usize) -> Option<u64> {
-    let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
-        let b = *buf.get(*at)?;
-        *at += 1;
-        v |= ((b & 0x7f) as u64) << shift;
-        if b < 0x80 {
-            return Some(v);
-        }
-    }
-    None
-}
 
 #[cfg(test)]
 mod tests {

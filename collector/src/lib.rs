@@ -14,7 +14,7 @@
 //! `http` (routes, CORS, rate limit, security headers), `serve` (connections: accept loop,
 //! cap, timeouts), `counters` (what was refused or closed, and why), `log` (logging that
 //! cannot stop the collector), `client` (a minimal HTTP/1.1 client for the tests and the load
-//! generator).
+//! generator), `rng` (their PRNG).
 
 pub mod agg;
 pub mod alerts;
@@ -34,6 +34,7 @@ pub mod proxy;
 pub mod query;
 pub mod raw;
 pub mod retention;
+pub mod rng;
 pub mod rollup;
 pub mod rules;
 pub mod samples;

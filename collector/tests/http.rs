@@ -363,7 +363,7 @@ async fn reads_need_the_token_when_configured() {
     .await;
     // The page itself holds no data (it takes the token from its address): served to anyone.
     assert_eq!(get(addr, "/").await.status, 200);
-    for path in ["/api/summary", "/api/alerts", "/api/timeseries?metric=ttft"] {
+    for path in ["/api/summary", "/api/alerts", "/api/timeseries?metric=ttft", "/metrics"] {
         assert_eq!(get(addr, path).await.status, 401, "{path}");
         let sep = if path.contains('?') { '&' } else { '?' };
         assert_eq!(
@@ -585,4 +585,29 @@ async fn summary_percentiles_match_exact_values() {
         get(addr, "/api/timeseries?metric=ttft&q=2").await.status,
         400
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_past_its_budget_is_stopped_and_answered_503() {
+    let dir = TempDir::new("budget");
+    let addr = start(Config {
+        query_budget_s: 0.001,
+        ..config(&dir.db())
+    })
+    .await;
+    let t0 = recent() - 600_000.0;
+    for b in 0..100 {
+        let recs: Vec<Value> = (0..40)
+            .map(|i| record(&format!("q{b}-{i}"), t0 + (b * 40 + i) as f64 * 100.0, 100.0 + i as f64))
+            .collect();
+        assert_eq!(post(addr, beacon(recs).to_string().as_bytes(), &[]).await.status, 200);
+    }
+    // 4 000 records read one by one (a bucket that is not whole minutes) cannot take 1 ms.
+    let r = get(addr, "/api/timeseries?metric=ttft&bucket=1").await;
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(r.text().contains("budget"), "{}", r.text());
+    let h = get(addr, "/healthz").await.json();
+    assert!(h["counters"]["queries_over_budget"].as_u64() >= Some(1), "{h}");
+    // The connection it ran on is fine afterwards.
+    assert_eq!(get(addr, "/api/alerts").await.status, 200);
 }

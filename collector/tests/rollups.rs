@@ -11,28 +11,13 @@ mod common;
 use std::time::Duration;
 
 use common::*;
+use llm_rum_collector::rng::Rng;
 use llm_rum_collector::{clock, ingest};
 use serde_json::{json, Value};
 
 const MIN: f64 = 60_000.0;
 const HOUR: f64 = 3_600_000.0;
 const DAY: f64 = 86_400_000.0;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn pick<'a>(&mut self, v: &[&'a str]) -> &'a str {
-        v[(self.next() % v.len() as u64) as usize]
-    }
-}
 
 const ROUTES: [&str; 3] = ["/v1/a", "/v1/b", "/v1/chat/:id"];
 const MODELS: [&str; 3] = ["m1", "m2", "m3"];
@@ -41,9 +26,9 @@ const MODELS: [&str; 3] = ["m1", "m2", "m3"];
 fn rec(rng: &mut Rng, id: &str, start: f64, outcome: &str) -> Value {
     let ttft = (5.0 + 0.8 * (rng.unit() * 6.0 - 3.0)).exp(); // ~150 ms, long tail
     let mut r = record(id, start, ttft);
-    let route = rng.pick(&ROUTES);
+    let route = *rng.pick(&ROUTES);
     r["url"] = json!(format!("https://api.test{route}?q=1"));
-    r["model"] = json!(rng.pick(&MODELS));
+    r["model"] = json!(*rng.pick(&MODELS));
     r["outcome"] = json!(outcome);
     r["total"] = json!(ttft + 200.0 + rng.unit() * 4000.0);
     r["itl"]["p95"] = json!(5.0 + rng.unit() * 80.0);

@@ -423,7 +423,8 @@ impl LogHistogram {
 /// Version byte of `LogHistogram::encode`'s format.
 const ENCODING: u8 = 1;
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+/// Appends `v` as an unsigned LEB128 varint (also used by the collector's stored aggregates).
+pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -431,7 +432,8 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-fn get_varint(buf: &[u8], at: &mut usize) -> Option<u64> {
+/// Reads an unsigned LEB128 varint at `*at`, advancing it; `None` when truncated or too long.
+pub fn get_varint(buf: &[u8], at: &mut usize) -> Option<u64> {
     let mut v = 0u64;
     for shift in (0..64).step_by(7) {
         let b = *buf.get(*at)?;

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use llm_rum_collector::client::Conn;
+use llm_rum_collector::rng::Rng;
 use serde_json::{json, Value};
 
 use super::{cpu_s, spawn_collector, temp_dir, Args};
@@ -29,23 +30,6 @@ const ROUTES: [&str; 4] = [
     "/v1/messages",
 ];
 const MODELS: [&str; 3] = ["gpt-4o", "claude-sonnet-4", "llama-3.1-70b"];
-
-/// xorshift64*: deterministic, so a figure can be reproduced.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn normal(&mut self) -> f64 {
-        (0..12).map(|_| self.unit()).sum::<f64>() - 6.0
-    }
-}
 
 /// A realistic record: log-normal waits, four routes, three models, 93 % ok.
 fn record(rng: &mut Rng, id: u64, start: f64) -> Value {
