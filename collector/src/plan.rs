@@ -290,13 +290,13 @@ pub fn run(cx: &Ctx, pieces: &[Piece], f: &Filter, want: Want, sink: &mut dyn Si
                     }
                     let period: i64 = r.get(0)?;
                     let outcome: String = r.get(1)?;
-                    let data = r
-                        .get_ref(2)?
-                        .as_blob()
-                        .map_err(|e| QueryError::Failed(format!("rollup data: {e}")))?;
+                    let data = blob(r, 2)?;
                     if let Some(a) = Agg::decode(data, want) {
                         sink.agg(period as f64 * len, &outcome, a);
                     }
+                }
+                if level == 0 {
+                    deltas(cx, from, to, f, want, sink)?;
                 }
             }
             Piece::Raw { from, to } => {
@@ -315,6 +315,32 @@ pub fn run(cx: &Ctx, pieces: &[Piece], f: &Filter, want: Want, sink: &mut dyn Si
                     }
                     sink.sample(crate::samples::sample(r)?);
                 }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn blob<'r>(r: &'r rusqlite::Row, i: usize) -> QResult<&'r [u8]> {
+    r.get_ref(i)?
+        .as_blob()
+        .map_err(|e| QueryError::Failed(format!("rollup data: {e}")))
+}
+
+/// The commits' parts not yet merged into the minute rows `from <= minute < to` (a second or
+/// so of them), filtered like the rows.
+fn deltas(cx: &Ctx, from: i64, to: i64, f: &Filter, want: Want, sink: &mut dyn Sink) -> QResult<()> {
+    let mut st = cx
+        .c
+        .prepare_cached("SELECT minute, data FROM rollup_delta WHERE minute >= ?1 AND minute < ?2")?;
+    let mut rows = st.query([from, to])?;
+    let keep = |v: &Option<String>, x: &str| v.as_deref().is_none_or(|v| v == x);
+    while let Some(r) = rows.next()? {
+        cx.check()?;
+        let minute: i64 = r.get(0)?;
+        for ((route, model, outcome), a) in crate::rollup::decode_delta(blob(r, 1)?, want).unwrap_or_default() {
+            if keep(&f.route, &route) && keep(&f.model, &model) && keep(&f.outcome, &outcome) {
+                sink.agg(minute as f64 * LEVEL_MS[0] as f64, &outcome, a);
             }
         }
     }

@@ -2,7 +2,9 @@
 //!
 //! A rollup row is the `Agg` of the records whose `startEpochMs` falls in one period, for one
 //! key (route, model, outcome). Three levels: minutes, hours, days (UTC). The writer thread
-//! keeps the minute rows, in the same transaction as the records themselves. An hour (a day)
+//! keeps the minute rows: each commit adds its records' part as a small delta row, in the same
+//! transaction as the records themselves, merged into the minute rows once a second (reads
+//! add the deltas they cover, so they always see every committed record). An hour (a day)
 //! is built by merging the rows of the level below (*compaction*), in the background, once it
 //! is complete (ended `GRACE_MS` ago) and quiet (no record for `QUIET`). A record marks its
 //! hour and day *dirty* (`rollup_dirty`, same transaction) until compaction has rebuilt them,
@@ -18,7 +20,8 @@
 //! hostile, costs at most `MAX_KEYS` rows per period.
 //!
 //! A stored `partial` replaced by its completed version is taken back out of its minute row
-//! (`Agg::subtract`) before the new version goes in: rollups always sum the stored records.
+//! (`Agg::subtract`, after merging the deltas) before the new version goes in: rollups always
+//! sum the stored records.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -26,6 +29,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 use crate::agg::{Agg, Sample, Want, MAX_SERVER_STAGES};
+use llm_rum::core::stats::{get_varint, put_varint};
 
 /// Period length per level, ms.
 pub const LEVEL_MS: [i64; 3] = [60_000, 3_600_000, 86_400_000];
@@ -56,6 +60,8 @@ CREATE TABLE rollup_overflow (level INTEGER NOT NULL, period INTEGER NOT NULL,
                               PRIMARY KEY (level, period)) WITHOUT ROWID;
 CREATE TABLE rollup_dirty (level INTEGER NOT NULL, period INTEGER NOT NULL,
                            PRIMARY KEY (level, period)) WITHOUT ROWID;
+CREATE TABLE rollup_delta (minute INTEGER NOT NULL, data BLOB NOT NULL); -- one commit's part
+CREATE INDEX rollup_delta_minute ON rollup_delta(minute);
 CREATE TABLE beacon_rollups (
   minute         INTEGER PRIMARY KEY,   -- floor(received_ms / 60000)
   beacons        INTEGER NOT NULL,
@@ -99,32 +105,40 @@ struct MinuteKeys {
     overflow: bool,
 }
 
-/// The writer's side: the minute rows it is updating (decoded), the keys each minute holds,
-/// and the dirty marks it has written.
+/// The writer's side. Each commit adds what its records contribute as one small *delta* row
+/// per minute (`rollup_delta`: cost in proportion to the commit, not to the minute's rows); once
+/// a second the deltas are merged into the minute rows, which the writer keeps decoded. Reads
+/// add the deltas of the minutes they read, so nothing committed is ever missing from them.
 #[derive(Default)]
 pub struct Rollups {
     /// Keys interned to small ids (cheap to hash and compare per record).
     ids: HashMap<Key, u32>,
     names: Vec<Key>,
+    /// Minute rows, decoded (the merge and a replaced partial update them).
     rows: HashMap<(i64, u32), Agg>,
-    changed: HashSet<(i64, u32)>,
+    /// This transaction's contributions, per minute and key.
+    pending: HashMap<i64, HashMap<u32, Agg>>,
     minutes: HashMap<i64, MinuteKeys>,
     new_overflow: Vec<i64>,
     /// Dirty marks in the database (as far as this writer knows) → last touched.
     marked: HashMap<(usize, i64), Instant>,
     new_marks: Vec<(usize, i64)>,
+    /// Delta rows may be waiting to be merged.
+    deltas: bool,
 }
 
-/// Rows and minutes kept decoded between commits (the current minutes' rows are touched by
-/// nearly every commit; re-reading and decoding them each time would cost more than the rest
-/// of a commit), and interned keys at most.
+/// Rows and minutes kept decoded between merges (the current minutes' rows are merged into
+/// every second), and interned keys at most.
 const CACHE_ROWS: usize = 2048;
 const CACHE_MINUTES: usize = 1024;
 const MAX_IDS: usize = 100_000;
 
 impl Rollups {
     pub fn new() -> Rollups {
-        Rollups::default()
+        Rollups {
+            deltas: true, // a previous run may have left some
+            ..Rollups::default()
+        }
     }
 
     fn intern(&mut self, k: Key) -> u32 {
@@ -137,33 +151,32 @@ impl Rollups {
         id
     }
 
-    /// Adds (or, `sub`, takes back out) one record in its minute row, and marks its hour and
-    /// day dirty.
+    /// Adds (or, `sub`, takes back out) one record in its minute, and marks its hour and day
+    /// dirty.
     pub fn apply(&mut self, tx: &Transaction, s: &Sample, sub: bool) -> rusqlite::Result<()> {
         let m = period(0, s.start_ms);
         let id = self.intern(key_of(s));
         let id = self.admit(tx, m, id, !sub)?;
-        let rk = (m, id);
-        if !self.rows.contains_key(&rk) {
-            match load_row(tx, 0, m, &self.names[id as usize])? {
-                Some(a) => {
-                    self.rows.insert(rk, a);
-                }
-                None if sub => return Ok(()), // not there (retention took it): nothing to undo
-                None => {
-                    self.rows.insert(rk, Agg::default());
-                }
-            }
-        }
-        let row = self.rows.get_mut(&rk).expect("present");
         if sub {
+            // The record may still be in a delta: merge everything first, then take it out of
+            // the minute row itself (rare: a partial replaced by its completed version).
+            self.write_pending(tx)?;
+            self.merge(tx)?;
+            let Some(row) = self.row(tx, (m, id), false)? else {
+                return Ok(()); // not there (retention took it): nothing to undo
+            };
             let mut one = Agg::default();
             one.add(s, usize::MAX);
             row.subtract(&one);
+            self.write_rows(tx, &[(m, id)])?;
         } else {
-            row.add(s, MAX_SERVER_STAGES);
+            self.pending
+                .entry(m)
+                .or_default()
+                .entry(id)
+                .or_default()
+                .add(s, MAX_SERVER_STAGES);
         }
-        self.changed.insert(rk);
         let now = Instant::now();
         for level in 1..LEVEL_MS.len() {
             let p = period(level, s.start_ms);
@@ -174,13 +187,42 @@ impl Rollups {
         Ok(())
     }
 
+    /// The minute row `rk`, from the cache or the database; created empty when `create`.
+    fn row(&mut self, tx: &Transaction, rk: (i64, u32), create: bool) -> rusqlite::Result<Option<&mut Agg>> {
+        if !self.rows.contains_key(&rk) {
+            match load_row(tx, 0, rk.0, &self.names[rk.1 as usize])? {
+                Some(a) => {
+                    self.rows.insert(rk, a);
+                }
+                None if create => {
+                    self.rows.insert(rk, Agg::default());
+                }
+                None => return Ok(None),
+            }
+        }
+        Ok(self.rows.get_mut(&rk))
+    }
+
+    fn write_rows(&self, tx: &Transaction, rks: &[(i64, u32)]) -> rusqlite::Result<()> {
+        let mut up = tx.prepare_cached(
+            "INSERT INTO rollups(level, period, route, model, outcome, n, data) VALUES (0,?1,?2,?3,?4,?5,?6) \
+             ON CONFLICT(level, period, route, model, outcome) DO UPDATE SET n = excluded.n, data = excluded.data",
+        )?;
+        for rk in rks {
+            let a = &self.rows[rk];
+            let (route, model, outcome) = &self.names[rk.1 as usize];
+            up.execute(params![rk.0, route, model, outcome, a.n as i64, a.encode()])?;
+        }
+        Ok(())
+    }
+
     /// The key a record is counted under in minute `m`: its own while the minute has room (or
     /// already has it), else the folded key. `create`: false when taking a record back out (its
     /// key is either there or was folded).
     fn admit(&mut self, tx: &Transaction, m: i64, id: u32, create: bool) -> rusqlite::Result<u32> {
         if !self.minutes.contains_key(&m) {
             let mut mk = MinuteKeys::default();
-            for k in load_keys(tx, 0, m)? {
+            for k in load_keys(tx, m)? {
                 mk.set.insert(self.intern(k));
             }
             mk.overflow = tx
@@ -209,18 +251,25 @@ impl Rollups {
         Ok(oid)
     }
 
-    /// Writes every row changed since the last flush, and the new marks (in the caller's
-    /// transaction).
-    pub fn flush(&mut self, tx: &Transaction) -> rusqlite::Result<()> {
-        let mut up = tx.prepare_cached(
-            "INSERT INTO rollups(level, period, route, model, outcome, n, data) VALUES (0,?1,?2,?3,?4,?5,?6) \
-             ON CONFLICT(level, period, route, model, outcome) DO UPDATE SET n = excluded.n, data = excluded.data",
-        )?;
-        for rk in &self.changed {
-            let a = &self.rows[rk];
-            let (route, model, outcome) = &self.names[rk.1 as usize];
-            up.execute(params![rk.0, route, model, outcome, a.n as i64, a.encode()])?;
+    /// This transaction's contributions as delta rows (one per minute).
+    fn write_pending(&mut self, tx: &Transaction) -> rusqlite::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
         }
+        let mut ins = tx.prepare_cached("INSERT INTO rollup_delta(minute, data) VALUES (?1, ?2)")?;
+        for (m, by) in std::mem::take(&mut self.pending) {
+            let entries: Vec<(&Key, &Agg)> =
+                by.iter().map(|(id, a)| (&self.names[*id as usize], a)).collect();
+            ins.execute(params![m, encode_delta(&entries)])?;
+        }
+        self.deltas = true;
+        Ok(())
+    }
+
+    /// Writes what this transaction's records contribute, the overflow and dirty marks (in the
+    /// caller's transaction).
+    pub fn flush(&mut self, tx: &Transaction) -> rusqlite::Result<()> {
+        self.write_pending(tx)?;
         let mut ov = tx.prepare_cached(
             "INSERT OR IGNORE INTO rollup_overflow(level, period) VALUES (0, ?1)",
         )?;
@@ -236,21 +285,72 @@ impl Rollups {
         Ok(())
     }
 
-    /// After the transaction: on success the cache is the database again (trimmed to its
-    /// bounds); on failure it may be ahead of it, so it is dropped.
+    /// Merges every delta row into its minute rows, and deletes the deltas (in `tx`).
+    fn merge(&mut self, tx: &Transaction) -> rusqlite::Result<()> {
+        if !self.deltas {
+            return Ok(());
+        }
+        let mut last: Option<i64> = None;
+        let mut touched: HashSet<(i64, u32)> = HashSet::new();
+        {
+            let mut st = tx.prepare_cached("SELECT rowid, minute, data FROM rollup_delta ORDER BY rowid")?;
+            let mut q = st.query([])?;
+            while let Some(r) = q.next()? {
+                last = Some(r.get(0)?);
+                let m: i64 = r.get(1)?;
+                let data: Vec<u8> = r.get(2)?;
+                for (k, a) in decode_delta(&data, Want::ALL).unwrap_or_default() {
+                    let id = self.intern(k);
+                    if let Some(row) = self.row(tx, (m, id), true)? {
+                        row.merge(&a, MAX_SERVER_STAGES);
+                    }
+                    touched.insert((m, id));
+                }
+            }
+        }
+        let touched: Vec<(i64, u32)> = touched.into_iter().collect();
+        self.write_rows(tx, &touched)?;
+        if let Some(last) = last {
+            tx.execute("DELETE FROM rollup_delta WHERE rowid <= ?1", [last])?;
+        }
+        self.deltas = false;
+        Ok(())
+    }
+
+    /// Merges the deltas in a transaction of its own (once a second).
+    pub fn merge_step(&mut self, c: &mut Connection) -> rusqlite::Result<()> {
+        if !self.deltas {
+            return Ok(());
+        }
+        let tx = c.transaction()?;
+        let r = self.merge(&tx).and_then(|_| tx.commit());
+        if r.is_err() {
+            self.forget();
+        }
+        self.trim();
+        r
+    }
+
+    /// After a transaction that wrote records: on failure the caches may be ahead of the
+    /// database, so they are dropped.
     pub fn settle(&mut self, committed: bool) {
-        let touched = std::mem::take(&mut self.changed);
         self.new_overflow.clear();
         self.new_marks.clear();
         if !committed {
             return self.forget();
         }
+        self.trim();
+    }
+
+    fn trim(&mut self) {
         if self.rows.len() > CACHE_ROWS {
-            self.rows.retain(|k, _| touched.contains(k));
+            // The newest minutes are the ones still being written.
+            let newest = self.rows.keys().map(|k| k.0).max().unwrap_or(0);
+            self.rows.retain(|k, _| k.0 >= newest - 1);
         }
         if self.minutes.len() > CACHE_MINUTES {
-            let live: HashSet<i64> = touched.iter().map(|(m, _)| *m).collect();
-            self.minutes.retain(|m, _| live.contains(m));
+            let newest = self.minutes.keys().copied().max().unwrap_or(0);
+            self.minutes.retain(|m, _| *m >= newest - 1);
         }
         if self.ids.len() > MAX_IDS {
             self.forget();
@@ -259,7 +359,7 @@ impl Rollups {
 
     /// Forgets everything cached (after a failed commit, or retention deleted rows).
     pub fn forget(&mut self) {
-        *self = Rollups::default();
+        *self = Rollups::new();
     }
 
     /// One step of compaction, if one is due: rebuilds the oldest dirty hour (then day) that is
@@ -282,15 +382,58 @@ impl Rollups {
             return Ok(false);
         };
         let tx = c.transaction()?;
-        compact(&tx, level, p)?;
-        tx.execute(
-            "DELETE FROM rollup_dirty WHERE level = ?1 AND period = ?2",
-            params![level as i64, p],
-        )?;
-        tx.commit()?;
+        let r = self.merge(&tx).and_then(|_| {
+            compact(&tx, level, p)?;
+            tx.execute(
+                "DELETE FROM rollup_dirty WHERE level = ?1 AND period = ?2",
+                params![level as i64, p],
+            )?;
+            tx.commit()
+        });
+        if r.is_err() {
+            self.forget();
+        }
+        r?;
         self.marked.remove(&(level, p));
         Ok(true)
     }
+}
+
+/// A delta row's data: its (key, aggregate) pairs.
+pub fn encode_delta(entries: &[(&Key, &Agg)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256 * entries.len());
+    put_varint(&mut out, entries.len() as u64);
+    for ((route, model, outcome), a) in entries {
+        for s in [route, model, outcome] {
+            put_varint(&mut out, s.len() as u64);
+            out.extend_from_slice(s.as_bytes());
+        }
+        let e = a.encode();
+        put_varint(&mut out, e.len() as u64);
+        out.extend_from_slice(&e);
+    }
+    out
+}
+
+/// The pairs of a delta row (decoding what `want` asks for); `None` when damaged.
+pub fn decode_delta(buf: &[u8], want: Want) -> Option<Vec<(Key, Agg)>> {
+    let mut at = 0;
+    let n = get_varint(buf, &mut at)?;
+    let mut out = Vec::new();
+    let text = |at: &mut usize| -> Option<String> {
+        let len = usize::try_from(get_varint(buf, at)?).ok()?;
+        let s = std::str::from_utf8(buf.get(*at..at.checked_add(len)?)?).ok()?;
+        *at += len;
+        Some(s.to_string())
+    };
+    for _ in 0..n.min(1 << 16) {
+        let key = (text(&mut at)?, text(&mut at)?, text(&mut at)?);
+        let len = usize::try_from(get_varint(buf, &mut at)?).ok()?;
+        let a = Agg::decode(buf.get(at..at.checked_add(len)?)?, want)?;
+        at += len;
+        out.push((key, a));
+    }
+    Some(out)
 }
 
 fn load_row(tx: &Transaction, level: usize, p: i64, key: &Key) -> rusqlite::Result<Option<Agg>> {
@@ -305,12 +448,25 @@ fn load_row(tx: &Transaction, level: usize, p: i64, key: &Key) -> rusqlite::Resu
     Ok(data.map(|d| Agg::decode(&d, Want::ALL).unwrap_or_default()))
 }
 
-fn load_keys(tx: &Transaction, level: usize, p: i64) -> rusqlite::Result<Vec<Key>> {
+/// The keys minute `m` holds: its rows' and its deltas'.
+fn load_keys(tx: &Transaction, m: i64) -> rusqlite::Result<Vec<Key>> {
     let mut st = tx.prepare_cached(
-        "SELECT route, model, outcome FROM rollups WHERE level = ?1 AND period = ?2",
+        "SELECT route, model, outcome FROM rollups WHERE level = 0 AND period = ?1",
     )?;
-    let rows = st.query_map(params![level as i64, p], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-    rows.collect()
+    let mut keys: Vec<Key> = st
+        .query_map([m], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut st = tx.prepare_cached("SELECT data FROM rollup_delta WHERE minute = ?1")?;
+    for d in st.query_map([m], |r| r.get::<_, Vec<u8>>(0))? {
+        let d = d?;
+        let stages_off = Want { metrics: 0, stages: false };
+        for (k, _) in decode_delta(&d, stages_off).unwrap_or_default() {
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+    }
+    Ok(keys)
 }
 
 /// (Re)builds period `p` of `level` from the rows of the level below. The largest keys keep rows
@@ -406,6 +562,10 @@ pub fn delete_before(tx: &Transaction, cutoff_ms: i64, limit: usize) -> rusqlite
             )?;
         }
     }
+    tx.execute(
+        "DELETE FROM rollup_delta WHERE minute < ?1",
+        [cutoff_ms.div_euclid(60_000)],
+    )?;
     n += tx.execute(
         "DELETE FROM beacon_rollups WHERE minute IN (SELECT minute FROM beacon_rollups WHERE minute < ?1 LIMIT ?2)",
         params![cutoff_ms.div_euclid(60_000), limit as i64],

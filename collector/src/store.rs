@@ -357,7 +357,14 @@ impl Writer {
                 .map_err(|e| e.to_string());
             self.record(r);
         }
+        // One compaction step on every tick, waiting beacons or not (under sustained ingest the
+        // writer is never idle, and stale hours would make every read fall back to minutes);
+        // more whenever no beacon waits.
+        if let Err(e) = self.rollups.merge_step(&mut self.conn) {
+            tracing::error!(error = %e, "rollups: merging the deltas failed (retried)");
+        }
         self.compacting = true;
+        self.compact_step();
         if let Some(retain) = self.wc.retain_ms {
             if self.pass.is_none() && Instant::now() >= self.retention_due {
                 // Checked every tenth of the retention period (at most a minute apart), so

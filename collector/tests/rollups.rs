@@ -314,7 +314,7 @@ async fn a_database_from_before_rollups_gets_them_built() {
         c.execute_batch(&format!("VACUUM INTO '{}'", old.display())).unwrap();
         let o = rusqlite::Connection::open(&old).unwrap();
         o.execute_batch(
-            "DROP TABLE rollups; DROP TABLE rollup_overflow; DROP TABLE rollup_dirty; DROP TABLE beacon_rollups; \
+            "DROP TABLE rollups; DROP TABLE rollup_overflow; DROP TABLE rollup_dirty; DROP TABLE rollup_delta; DROP TABLE beacon_rollups; \
              PRAGMA user_version = 1;",
         )
         .unwrap();

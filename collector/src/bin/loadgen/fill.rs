@@ -21,7 +21,7 @@ use llm_rum_collector::client::Conn;
 use llm_rum_collector::rng::Rng;
 use serde_json::{json, Value};
 
-use super::{cpu_s, spawn_collector, temp_dir, Args};
+use super::{cpu_s, spawn_collector, temp_dir, written_bytes, Args};
 
 const ROUTES: [&str; 4] = [
     "/v1/chat/completions",
@@ -100,11 +100,12 @@ pub fn run(a: &Args, rt: &tokio::runtime::Runtime) {
             + 1.0
     } else {
         let end = llm_rum_collector::clock::now_ms();
-        let cpu0 = cpu_s(child.id());
+        let (cpu0, w0) = (cpu_s(child.id()), written_bytes(child.id()));
         rt.block_on(fill(a, addr, n, end - window_s * 1000.0, window_s * 1000.0));
         println!(
-            "collector CPU during the fill: {:.1} µs per record",
-            (cpu_s(child.id()) - cpu0) / n as f64 * 1e6
+            "collector during the fill: {:.1} µs of CPU and {:.1} KiB written to storage per record",
+            (cpu_s(child.id()) - cpu0) / n as f64 * 1e6,
+            (written_bytes(child.id()) - w0) / n as f64 / 1024.0
         );
         end
     };

@@ -227,6 +227,19 @@ fn cpu_s(pid: u32) -> f64 {
     }
 }
 
+/// Bytes a process has caused to be written to storage (Linux /proc/PID/io `write_bytes`).
+fn written_bytes(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/io"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("write_bytes:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|b| b.parse::<f64>().ok())
+        })
+        .unwrap_or(f64::NAN)
+}
+
 /// Resident memory of a process, MiB (Linux /proc).
 fn rss_mib(pid: u32) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
