@@ -1,7 +1,7 @@
 //! Native timing of the per-chunk hot path, stage by stage (a figure, not a test):
 //! `cargo run --release --example hotpath`.
-use llm_rum::core::formats::{Classifier, Format};
-use llm_rum::core::jsonscan;
+use llm_rum::core::stream::formats::{Classifier, Format};
+use llm_rum::core::util::json_read;
 use llm_rum::core::stream::StreamDecoder;
 use std::time::Instant;
 
@@ -23,7 +23,7 @@ fn main() {
     time("StreamDecoder::feed", n, || sink += dec.feed(std::hint::black_box(EVENT.as_bytes())).content_chars);
     let mut cl = Classifier::new(Format::Unknown);
     time("Classifier::sse_event", n, || sink += cl.sse_event("message", std::hint::black_box(data)).content_chars);
-    time("jsonscan::parse", n, || sink += jsonscan::parse(std::hint::black_box(data)).is_some() as u32);
+    time("json_read::parse", n, || sink += json_read::parse(std::hint::black_box(data)).is_some() as u32);
     time("str::from_utf8", n, || sink += std::str::from_utf8(std::hint::black_box(EVENT.as_bytes())).is_ok() as u32);
     println!("(checksum {sink}, event {} bytes)", EVENT.len());
 }

@@ -29,10 +29,11 @@ function outcomeOf(err) {
  *   live() → the core or null when measurement is off;  nativeFetch;  base() → base URL;
  *   match(url, method) → 0 skip, 1 measure if the response is a stream, 2 measure always;
  *   random() → 32 random bytes;  interaction(t) → pending user-action time or -1;
- *   began(h) after core.begin;  confirmed(h) once the response is measured;  end(h, outcome);
+ *   began(h, url) after core.begin;  confirmed(h) once the response is measured;  end(h, outcome);
  *   settled(h, done) when the core let go of h;  fail(err).
  */
 export function makeFetch(ctx) {
+  const bytes = byteStreamsWork();
   return function fetch(input, init) {
     const core = ctx.live();
     if (!core) return ctx.nativeFetch.call(globalThis, input, init);
@@ -48,7 +49,7 @@ export function makeFetch(ctx) {
       if (m) {
         measureAny = m === 2;
         h = core.begin(url, method, t, performance.timeOrigin + t, ctx.random(), ctx.interaction(t));
-        ctx.began(h);
+        ctx.began(h, url);
         const tp = core.traceparent(h);
         if (tp) args = withTraceparent(core, h, tp, input, init);
       }
@@ -59,7 +60,7 @@ export function makeFetch(ctx) {
     }
     if (!h) return ctx.nativeFetch.call(globalThis, input, init);
     return ctx.nativeFetch.apply(globalThis, args || [input, init]).then(
-      (res) => onResponse(ctx, h, res, measureAny),
+      (res) => onResponse(ctx, h, res, measureAny, bytes, args),
       (err) => {
         ctx.end(h, outcomeOf(err));
         throw err;
@@ -85,7 +86,25 @@ function withTraceparent(core, h, tp, input, init) {
   return [req];
 }
 
-function onResponse(ctx, h, res, measureAny) {
+/**
+ * The Request we made (`args`, when a traceparent was added) must live as long as its response:
+ * its signal follows the app's, and WebKit drops that link when the Request is garbage
+ * collected — the app's abort() then no longer reaches the fetch (measured in WebKitGTK 2.50:
+ * `fetch(new Request(url, { signal }))` read on to the end after abort() in half of the runs
+ * once the Request was unreachable; DOM §"abort signal garbage collection"; the same bug in
+ * undici: nodejs/undici#3644). Held by the response and its body, whichever the app keeps.
+ */
+const held = new WeakMap();
+
+function onResponse(ctx, h, res, measureAny, bytes, args) {
+  if (args) {
+    try {
+      held.set(res, args);
+      if (res.body) held.set(res.body, args);
+    } catch {
+      /* not an object: nothing to hold */
+    }
+  }
   const core = ctx.live();
   if (!core) return res;
   try {
@@ -104,15 +123,55 @@ function onResponse(ctx, h, res, measureAny) {
       ctx.end(h, OK);
       return res;
     }
-    return wrapBody(ctx, h, res);
+    return wrapBody(ctx, h, res, bytes);
   } catch (e) {
+    // Nothing of the app's was touched (see wrapBody): the response goes through as it came.
     ctx.fail(e);
     return res;
   }
 }
 
-function wrapBody(ctx, h, res) {
-  const source = res.body.getReader();
+/**
+ * Whether this engine implements readable byte streams (Streams §4.7). WebKit before Safari
+ * 26.4 throws "ReadableByteStreamController is not implemented" at construction. Asked once
+ * per init; a BYOB reader is requested too, since that is what a byte stream is for.
+ */
+export function byteStreamsWork() {
+  try {
+    new ReadableStream({ type: 'bytes' }).getReader({ mode: 'byob' }).releaseLock();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The measured response. Fail-open by construction: everything that can throw (the
+ * replacement stream, the Response, its mirrored getters) is built first, and the original
+ * body is locked last, when nothing else can fail. A throw before that leaves `res` untouched
+ * and the caller hands it to the app as it came.
+ */
+function wrapBody(ctx, h, res, bytes) {
+  const p = pump(ctx, h);
+  const body = new ReadableStream(p.source(bytes), { highWaterMark: 0 });
+  const out = new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  mirror(out, res);
+  p.attach(res.body.getReader()); // the one step that touches the app's objects: last
+  return out;
+}
+
+/**
+ * The measuring pass-through between the original body's reader and the stream the app
+ * reads. It pulls the source only when the app reads (highWaterMark 0: no read-ahead, so
+ * backpressure holds for a slow reader), stamps each chunk into the core, and cancel() goes
+ * straight to the network. It is independent of the kind of stream it feeds: `source(true)`
+ * is an underlying byte source (`type: 'bytes'` like the native body, so BYOB readers work —
+ * a TransformStream's readable would reject getReader({ mode: 'byob' }) — and fewer promise
+ * hops per chunk than pipeTo + TransformStream, see scripts/bench.js), `source(false)` the
+ * same for a default stream, where the engine has no byte streams.
+ */
+function pump(ctx, h) {
+  let reader = null;
   let ended = false;
   const end = (outcome) => {
     if (!ended) {
@@ -120,23 +179,18 @@ function wrapBody(ctx, h, res) {
       ctx.end(h, outcome);
     }
   };
-  // A pull-based byte stream over the original body: it reads the source only when the app
-  // reads (highWaterMark 0: no read-ahead, backpressure intact), cancel() goes straight to
-  // the network, and, being `type: 'bytes'` like the native body, it serves BYOB readers too
-  // (a TransformStream's readable would reject getReader({ mode: 'byob' })). It also costs
-  // fewer promise hops per chunk than pipeTo + TransformStream (see scripts/bench.js).
-  const step = ({ done, value }) => {
+  const step = (c, { done, value }) => {
     if (done) {
       end(OK);
-      controller.close();
+      c.close();
       // A pending BYOB read must be answered after close (Streams §4.7.4).
-      if (controller.byobRequest) controller.byobRequest.respond(0);
+      if (c.byobRequest) c.byobRequest.respond(0);
       return undefined;
     }
     // Byte streams reject empty chunks; the native body never yields one, but a source that
     // did must not stall the app: read on.
-    if (!value.byteLength) return source.read().then(step, fail);
-    // Measure first: enqueue() transfers (detaches) the chunk's buffer.
+    if (!value.byteLength) return pull(c);
+    // Measure first: a byte stream's enqueue() transfers (detaches) the chunk's buffer.
     const core = ctx.live();
     if (core) {
       try {
@@ -145,30 +199,34 @@ function wrapBody(ctx, h, res) {
         ctx.fail(e);
       }
     }
-    controller.enqueue(value);
+    c.enqueue(value);
     return undefined;
   };
-  const fail = (err) => {
-    end(outcomeOf(err));
-    controller.error(err);
+  const pull = (c) =>
+    reader.read().then(
+      (r) => step(c, r),
+      (err) => {
+        end(outcomeOf(err));
+        c.error(err);
+      },
+    );
+  return {
+    attach(r) {
+      reader = r;
+      // An abort or a network failure errors the original body at once, even while nobody
+      // reads it — the official clients abort right after an in-band error event and never
+      // read again. The record ends then, not when (if ever) the app pulls next.
+      r.closed.then(null, (err) => end(outcomeOf(err)));
+    },
+    source: (bytes) => ({
+      type: bytes ? 'bytes' : undefined,
+      pull,
+      cancel(reason) {
+        end(ABORTED);
+        return reader.cancel(reason);
+      },
+    }),
   };
-  let controller;
-  const body = new ReadableStream({
-    type: 'bytes',
-    start(c) {
-      controller = c;
-    },
-    pull() {
-      return source.read().then(step, fail);
-    },
-    cancel(reason) {
-      end(ABORTED);
-      return source.cancel(reason);
-    },
-  });
-  const out = new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
-  mirror(out, res);
-  return out;
 }
 
 /**
@@ -186,8 +244,14 @@ function mirror(out, res) {
     headers: get(headers),
     clone: {
       value: function clone() {
+        // The native clone() throws as natively (a locked or used body); our part after it
+        // cannot throw into the app: at worst the clone shows the Response's own getters.
         const c = Response.prototype.clone.call(this);
-        mirror(c, res);
+        try {
+          mirror(c, res);
+        } catch {
+          /* fail-open */
+        }
         return c;
       },
       configurable: true,

@@ -4,9 +4,9 @@
 
 import { makeFetch } from './fetch.js';
 import { makeEventSource } from './eventsource.js';
-import { normalize } from './options.js';
+import { normalize, templateOf } from './options.js';
 import { makeTransport } from './transport.js';
-import { makePaint } from './paint.js';
+import { makePaint, clockStep } from './paint.js';
 
 export const VERSION = '0.1.0';
 const INTERACTION_WINDOW_MS = 1000;
@@ -19,9 +19,18 @@ function warn(message, err) {
   }
 }
 
+/**
+ * 32 random bytes for trace/span/record ids. Where crypto.getRandomValues is missing or throws
+ * (an old or locked-down engine), Math.random: the ids must be unique, not secret (W3C Trace
+ * Context §"trace-id": random, not cryptographically so).
+ */
 function randomBytes() {
   const b = new Uint8Array(32);
-  globalThis.crypto.getRandomValues(b);
+  try {
+    globalThis.crypto.getRandomValues(b);
+  } catch {
+    for (let i = 0; i < b.length; i++) b[i] = (Math.random() * 256) | 0;
+  }
   return b;
 }
 
@@ -52,20 +61,22 @@ function tabSession(rate) {
 async function loadCore(opts, sampled, session) {
   const wasm = await import('./wasm/llm_rum.js');
   await wasm.default(opts.wasmUrl ? { module_or_path: opts.wasmUrl } : undefined);
-  const origin = globalThis.location ? globalThis.location.origin : '';
-  const budgets = Object.entries(opts.budgets);
-  return new wasm.Core(
-    origin,
-    opts.propagateTraceUrls.join('\n'),
-    opts.correlationHeaders.map((h) => h.toLowerCase()).join('\n'),
-    opts.stallThresholdMs,
-    opts.stripQuery,
+  // One configuration object, read by the core (src/core/config.rs Config::from_json).
+  const config = {
+    pageOrigin: globalThis.location ? globalThis.location.origin : '',
+    propagate: opts.propagateTraceUrls,
+    correlation: opts.correlationHeaders.map((h) => h.toLowerCase()),
+    stallThresholdMs: opts.stallThresholdMs, // unset: the core's default
+    clockStepMs: clockStep(),
+    stripQuery: opts.stripQuery,
+    templateIds: opts.templateIds,
+    // Records wait for the hook only when there is somewhere to send them.
+    beforeSend: !!(opts.beforeSend && opts.collector),
     sampled,
-    budgets.map((b) => b[0]).join('\n'),
-    new Float64Array(budgets.map((b) => b[1])),
-    opts.collector ? 'llm-rum/' + VERSION : '',
-    session,
-  );
+    budgets: Object.entries(opts.budgets),
+    beacon: opts.collector ? { sdk: 'llm-rum/' + VERSION, session } : null,
+  };
+  return new wasm.Core(JSON.stringify(config));
 }
 
 function makeMatcher(opts, state) {
@@ -94,6 +105,40 @@ export async function init(options) {
   const g = globalThis;
   const nativeFetch = g.fetch;
   const nativeEventSource = g.EventSource;
+  const undo = []; // what start() has set up so far, taken down again if it fails
+  try {
+    return await start(options, nativeFetch, nativeEventSource, undo);
+  } catch (e) {
+    // Anything unforeseen (an options object whose getters throw, a frozen global, …): the
+    // page keeps its own fetch and EventSource, and hears of it once.
+    for (const f of undo.splice(0).reverse()) {
+      try {
+        f();
+      } catch {
+        /* best effort */
+      }
+    }
+    warn('measurement disabled: init failed; requests are unaffected', e);
+    return inert(nativeFetch, nativeEventSource);
+  }
+}
+
+/** The Rum of an SDK that did not start: the native APIs, and methods that do nothing. */
+function inert(nativeFetch, nativeEventSource) {
+  return {
+    fetch: typeof nativeFetch === 'function' ? nativeFetch.bind(globalThis) : nativeFetch,
+    EventSource: nativeEventSource,
+    observe: () => () => {},
+    mark: () => false,
+    markInteraction() {},
+    flush: () => Promise.resolve(),
+    shutdown: () => Promise.resolve(),
+    active: false,
+  };
+}
+
+async function start(options, nativeFetch, nativeEventSource, undo) {
+  const g = globalThis;
   const [opts, problems] = normalize(options);
   for (const p of problems) warn('ignoring bad option ' + p);
 
@@ -118,14 +163,43 @@ export async function init(options) {
     warn('measurement disabled: the wasm core did not load', e);
   }
 
+  // beforeSend runs after onRecord (which sees every record as measured, for the page's own
+  // use), on its own copy, once per record on its way to the collector — a `partial`
+  // snapshot on page hide and its completed record are one each. Synchronous: the page may
+  // be unloading, its urgent flush follows at once. What it returns goes to the core's
+  // queue (false/null: dropped; undefined: the copy as edited in place); a hook that throws
+  // or returns anything else drops that record: it may have been there to scrub it.
+  const hook = !!(opts.beforeSend && opts.collector);
+  const sendEdited = (r) => {
+    let v;
+    try {
+      v = opts.beforeSend(r);
+      if (v === undefined) v = r;
+      // A Promise is not awaited (the page may be unloading).
+      if (v && (typeof v !== 'object' || typeof v.then === 'function')) throw new TypeError('expected the record or false');
+      v = v && JSON.stringify(v); // one JSON text is one line, as transport_queue takes them
+    } catch (e) {
+      state.warnOnce('beforeSend', 'beforeSend failed (contained); record dropped', e);
+      return;
+    }
+    try {
+      if (v && state.core) state.core.transport_queue(v, performance.now());
+    } catch (e) {
+      fail(e);
+    }
+  };
+
   const deliver = () => {
     const core = state.core;
     if (!core) return;
-    let records;
+    let records, outgoing;
     try {
-      const text = core.take_records();
-      if (!text) return;
-      records = JSON.parse(text);
+      const text = core.take_records(false);
+      // With beforeSend: the records (and partial snapshots) on their way to the collector.
+      const out = hook ? core.take_records(true) : '';
+      if (!text && !out) return;
+      records = text ? JSON.parse(text) : [];
+      outgoing = out ? JSON.parse(out) : [];
     } catch (e) {
       fail(e); // reached from timers and frame callbacks: nothing may escape into the page
       return;
@@ -139,7 +213,9 @@ export async function init(options) {
         }
       }
     }
-    // The core queued the same records for the collector; send when it says so.
+    for (const r of outgoing) sendEdited(r);
+    // The core queued the records for the collector (beforeSend's through transport_queue);
+    // send when it says so.
     try {
       if (transport) transport.schedule();
     } catch (e) {
@@ -161,6 +237,7 @@ export async function init(options) {
 
   const ctx = {
     live: () => state.core,
+    warnOnce: state.warnOnce,
     nativeFetch,
     base: state.base,
     match: makeMatcher(opts, state),
@@ -180,8 +257,11 @@ export async function init(options) {
         fail(e);
       }
     },
-    /** A request began (paint observation notes the container's text so far). */
-    began(h) {
+    /** Request `h` for `url` began: the app's route template, if one matches, goes to the
+     * core; paint observation notes the container's text so far. */
+    began(h, url) {
+      const template = templateOf(opts.urlTemplates, url);
+      if (template) state.core.set_route(h, template);
       paint.began(h);
     },
     /** Its response is measured (a stream, or `match`ed): bind its answer element. */
@@ -197,22 +277,34 @@ export async function init(options) {
     fail,
   };
   const paint = makePaint(ctx, opts);
+  undo.push(() => {
+    state.core = null;
+    paint.stop();
+    for (const off of state.listeners.splice(0)) off();
+  });
   const rumFetch = makeFetch(ctx);
   // EventSource (issue 4): a subclass of the native class, or the native class itself.
-  const rumES =
-    state.core && typeof nativeEventSource === 'function'
-      ? makeEventSource(ctx, nativeEventSource, opts.traceparentQueryParam)
-      : nativeEventSource;
+  let rumES = nativeEventSource;
+  try {
+    if (state.core && typeof nativeEventSource === 'function') rumES = makeEventSource(ctx, nativeEventSource, opts.traceparentQueryParam);
+  } catch (e) {
+    // Not a class that can be extended (a page's own stand-in): EventSource stays unmeasured.
+    state.warnOnce('es', 'EventSource not measured: window.EventSource cannot be extended', e);
+  }
   let encode = null;
   if (state.core && opts.collector && opts.exporter === 'otlp') {
     try {
-      encode = (await import('./otlp.js')).toOtlp;
+      const { toOtlp } = await import('./otlp.js');
+      encode = (payload) => toOtlp(payload, opts.templateIds);
     } catch (e) {
       warn('the OTLP exporter did not load; sending v1 JSON beacons', e);
     }
   }
   const transport =
-    state.core && opts.collector ? makeTransport(() => state.core, new URL(opts.collector, state.base()).href, nativeFetch, fail, encode) : null;
+    state.core && opts.collector
+      ? makeTransport(() => state.core, new URL(opts.collector, state.base()).href, nativeFetch, fail, encode, (href) => templateOf(opts.urlTemplates, href))
+      : null;
+  if (transport) undo.push(() => transport.stop());
   if (transport) transport.restore();
   const flushNow = () => (transport ? transport.flush() : Promise.resolve());
 
@@ -293,9 +385,13 @@ export async function init(options) {
       patched = false;
       if (patchedES && g.EventSource === rumES) g.EventSource = nativeEventSource;
       for (const off of state.listeners.splice(0)) off();
-      paint.stop();
-      await flushNow();
-      if (transport) transport.stop();
+      try {
+        paint.stop();
+        await flushNow();
+        if (transport) transport.stop();
+      } catch (e) {
+        fail(e);
+      }
     },
     get active() {
       return state.core !== null;

@@ -7,16 +7,29 @@ const DEFAULTS = {
   match: null,
   propagateTraceUrls: [],
   correlationHeaders: ['x-request-id', 'request-id', 'openai-processing-ms'],
-  stallThresholdMs: 250,
+  stallThresholdMs: undefined, // the core's default (src/core/stalls.rs)
   sampleRate: 1,
   budgets: {},
   observe: null,
   patchGlobals: true,
   onRecord: null,
+  beforeSend: null,
   stripQuery: true,
+  templateIds: true,
+  urlTemplates: [],
   wasmUrl: null,
   traceparentQueryParam: null,
   nativePaintTimes: true,
+};
+
+/** A URL that resolves against the page (a bad one would otherwise fail every send). */
+const parses = (v) => {
+  try {
+    new URL(String(v), globalThis.location ? globalThis.location.href : 'http://localhost/');
+    return true;
+  } catch {
+    return false;
+  }
 };
 
 const isList = (v) => Array.isArray(v) && v.every((s) => typeof s === 'string');
@@ -35,7 +48,7 @@ export function normalize(options) {
     if (ok(v)) o[key] = v;
     else problems.push(`${key}: ${why}`);
   };
-  take('collector', (v) => v === null || typeof v === 'string' || v instanceof URL, 'expected a URL string');
+  take('collector', (v) => v === null || ((typeof v === 'string' || v instanceof URL) && parses(v)), 'expected a URL string');
   take('exporter', (v) => v === 'json' || v === 'otlp', "expected 'json' or 'otlp'");
   take(
     'match',
@@ -56,12 +69,33 @@ export function normalize(options) {
   );
   take('patchGlobals', (v) => typeof v === 'boolean', 'expected a boolean');
   take('onRecord', (v) => v === null || typeof v === 'function', 'expected a function');
+  take('beforeSend', (v) => v === null || typeof v === 'function', 'expected a function');
   take('stripQuery', (v) => typeof v === 'boolean', 'expected a boolean');
-  take('wasmUrl', (v) => v === null || typeof v === 'string' || v instanceof URL, 'expected a URL');
+  take('templateIds', (v) => typeof v === 'boolean', 'expected a boolean');
+  take(
+    'urlTemplates',
+    // A template is a path: it replaces the URL's path (no query or fragment in it).
+    (v) => Array.isArray(v) && v.every((t) => t && (typeof t.match === 'string' || t.match instanceof RegExp) && /^\/[^?#]*$/.test(t.template)),
+    "expected [{ match: string | RegExp, template: '/path/:id' }]",
+  );
+  take('wasmUrl', (v) => v === null || ((typeof v === 'string' || v instanceof URL) && parses(v)), 'expected a URL');
   take('observe', (v) => v === null || typeof v === 'string' || (typeof Node === 'function' && v instanceof Node), 'expected an element or a selector');
   take('nativePaintTimes', (v) => typeof v === 'boolean', 'expected a boolean');
   take('traceparentQueryParam', (v) => v === null || (typeof v === 'string' && /^[\w.-]+$/.test(v)), 'expected a query parameter name');
   if (o.collector) o.collector = String(o.collector);
   if (o.match && !Array.isArray(o.match)) o.match = [o.match];
   return [o, problems];
+}
+
+/**
+ * The app's route template for `url` (absolute): the `template` of the first `urlTemplates`
+ * entry whose `match` is a substring of it or a RegExp matching it, or '' (then the core's
+ * automatic rule applies). Here, not in the core: a RegExp cannot cross into wasm.
+ */
+export function templateOf(templates, url) {
+  for (const { match, template } of templates) {
+    // (lastIndex: a /g or /y RegExp keeps state between test() calls.)
+    if (typeof match === 'string' ? url.includes(match) : ((match.lastIndex = 0), match.test(url))) return template;
+  }
+  return '';
 }

@@ -1,5 +1,5 @@
 // What the person saw (issue 3): which element shows which answer, and when frames painted
-// it. This file stamps times and reads text lengths; the core (src/core/paint.rs, seen.rs)
+// it. This file stamps times and reads text lengths; the core (src/core/paint/, record/seen.rs)
 // matches arrivals to paints and computes every metric.
 //
 // Per frame that follows a text change in an observed element, a paint bracket:
@@ -33,7 +33,7 @@ function resolve(target) {
 /** This module's bundle (dist/index.js once built): the SDK's own scripts in LoAF entries. */
 const OWN_URL = String(import.meta.url).split(/[?#]/)[0];
 
-/** Chars of the element's text sent with each paint as a probe (src/core/probe.rs). */
+/** Chars of the element's text sent with each paint as a probe (src/core/stream/tail.rs). */
 const PROBE_CHARS = 48;
 
 /**
@@ -52,8 +52,29 @@ function tailText(el, n) {
   return out;
 }
 
-/** Paint-time resolution: 5 µs when cross-origin isolated, else 100 µs (HR-Time §"coarsen"). */
-const resolution = () => (globalThis.crossOriginIsolated ? 0.005 : 0.1);
+/**
+ * The page clock's step: performance.now() is coarsened (HR-Time §"coarsen time") to 5 µs on
+ * a cross-origin isolated page and 100 µs otherwise in Chromium, to 1 ms in Firefox and WebKit,
+ * possibly with jitter at the step boundaries, so any time read from it is within one step of
+ * the true time. Measured once by init(): the smallest difference between consecutive distinct
+ * readings over two ticks (≤ ~2 ms of spinning where the step is 1 ms, ~0.2 ms in Chromium;
+ * capped at 5 ms). The core adds it to the brackets' half widths for `paintErrorMs`.
+ */
+export function clockStep() {
+  const t0 = performance.now();
+  let a = t0;
+  let step = Infinity;
+  for (let ticks = 0; ticks < 2; ) {
+    const b = performance.now();
+    if (b !== a) {
+      step = Math.min(step, b - a);
+      a = b;
+      ticks++;
+    }
+    if (b - t0 > 5) break;
+  }
+  return Number.isFinite(step) ? step : 5;
+}
 
 class Watch {
   /**
@@ -77,14 +98,31 @@ class Watch {
     this.shown = 0;
     this.timer = 0;
     this.live = true;
-    this.chan = new MessageChannel();
-    this.chan.port1.onmessage = () => this.painted();
-    this.mo = new MutationObserver(() => this.changed());
-    this.mo.observe(el, { childList: true, characterData: true, subtree: true });
+    this.chan = null;
+    this.mo = null;
+    try {
+      this.chan = new MessageChannel();
+      this.chan.port1.onmessage = () => this.painted();
+      this.mo = new MutationObserver(() => this.changed());
+      this.mo.observe(el, { childList: true, characterData: true, subtree: true });
+      if (typeof requestAnimationFrame !== 'function') throw new TypeError('requestAnimationFrame is not available');
+    } catch (e) {
+      this.stop(); // what was made so far; the caller reports the failure
+      throw e;
+    }
     this.changed();
   }
 
   changed() {
+    // A MutationObserver callback: nothing may throw into the page.
+    try {
+      this.schedule();
+    } catch (e) {
+      this.p.fail(e);
+    }
+  }
+
+  schedule() {
     // Per mutation batch only a flag (the pending frame): the text is read once per frame...
     if (!this.raf) this.raf = requestAnimationFrame(() => this.frame());
     // ...or again between our rAF callback and the report: that is (nearly always) the rest
@@ -95,13 +133,7 @@ class Watch {
     // keeping a callback every frame would fix it but make the browser produce frames it
     // otherwise would not (measured in headless Chromium: the streamed renderer's paints
     // moved from on-demand frames to the 60 Hz cadence).
-    if (this.waiting) {
-      try {
-        this.read();
-      } catch (e) {
-        this.p.fail(e);
-      }
-    }
+    if (this.waiting) this.read();
   }
 
   frame() {
@@ -142,7 +174,9 @@ class Watch {
       return;
     }
     const hi = performance.now();
-    const err = Math.max((hi - this.lo) / 2, resolution());
+    // Half the bracket in clock readings: the text was read at the lower bound, which is where
+    // the core caps what this frame can show. The clock's step is added once, in the core.
+    const err = (hi - this.lo) / 2;
     if (this.p.call((core) => core.paint(this.h, (this.lo + hi) / 2, this.shown, err, this.probe))) this.p.done(this);
   }
 
@@ -154,12 +188,14 @@ class Watch {
   stop() {
     if (!this.live) return;
     this.live = false;
-    this.mo.disconnect();
+    if (this.mo) this.mo.disconnect();
     if (this.raf) cancelAnimationFrame(this.raf);
     if (this.timer) clearTimeout(this.timer);
-    this.chan.port1.onmessage = null;
-    this.chan.port1.close();
-    this.chan.port2.close();
+    if (this.chan) {
+      this.chan.port1.onmessage = null;
+      this.chan.port1.close();
+      this.chan.port2.close();
+    }
   }
 }
 
@@ -177,7 +213,13 @@ export function makePaint(ctx, opts) {
   let stopped = false;
 
   const p = {
-    fail: (e) => ctx.fail(e),
+    // A browser API of paint observation failed (missing or throwing): paint metrics end for
+    // this page, with one warning; requests stay measured. (Core failures go through
+    // `call`, which disables the SDK.)
+    fail(e) {
+      ctx.warnOnce('paint', 'paint metrics off: paint observation failed in this browser; requests are still measured', e);
+      api.stop();
+    },
     live: () => !!ctx.live(),
     call(fn) {
       const core = ctx.live();
@@ -205,18 +247,29 @@ export function makePaint(ctx, opts) {
 
   function observePerf() {
     if (perf || typeof PerformanceObserver !== 'function') return;
-    const types = PerformanceObserver.supportedEntryTypes || [];
+    let types = [];
+    try {
+      types = PerformanceObserver.supportedEntryTypes || [];
+    } catch {
+      /* none */
+    }
     perf = [];
+    // Optional refinements (LoAF blame, native paint times): an engine without them, or whose
+    // observer throws, just goes without (Firefox and WebKit have neither entry type).
     const listen = (type, fn) => {
       if (!types.includes(type)) return;
-      const o = new PerformanceObserver((list) => p.call((core) => list.getEntries().forEach((e) => fn(core, e))));
-      o.observe({ type });
-      perf.push(o);
+      try {
+        const o = new PerformanceObserver((list) => p.call((core) => list.getEntries().forEach((e) => fn(core, e))));
+        o.observe({ type });
+        perf.push(o);
+      } catch {
+        /* not this one */
+      }
     };
     const refine = opts.nativePaintTimes;
     // Long Animation Frames (W3C LoAF): blame for render stalls, and the frame's paintTime.
     listen('long-animation-frame', (core, e) => {
-      if (refine && e.paintTime > 0) core.native_paint(e.paintTime, resolution());
+      if (refine && e.paintTime > 0) core.native_paint(e.paintTime, 0);
       let top = null;
       for (const s of e.scripts || []) if (!top || s.duration > top.duration) top = s;
       if (!top) return;
@@ -234,7 +287,7 @@ export function makePaint(ctx, opts) {
       core.long_frame(e.startTime, e.duration, invoker, source, top.duration);
     });
     // Paints that follow an interaction (Chromium's interaction-contentful-paint).
-    if (refine) listen('interaction-contentful-paint', (core, e) => e.paintTime > 0 && core.native_paint(e.paintTime, resolution()));
+    if (refine) listen('interaction-contentful-paint', (core, e) => e.paintTime > 0 && core.native_paint(e.paintTime, 0));
   }
 
   function unobservePerf() {
@@ -252,19 +305,25 @@ export function makePaint(ctx, opts) {
   function watch(h, el, explicit, base) {
     const old = watches.get(h);
     if (old) old.stop();
-    if (!p.call((core) => core.observe(h))) return null;
+    // The browser side first (it can fail: an engine without MutationObserver,
+    // requestAnimationFrame or MessageChannel), then the core is told to expect paints.
+    let w;
     try {
-      const w = new Watch(p, h, el, explicit, base);
-      watches.set(h, w);
-      observePerf();
-      return w;
+      w = new Watch(p, h, el, explicit, base);
     } catch (e) {
-      ctx.fail(e);
+      p.fail(e);
       return null;
     }
+    if (!p.call((core) => core.observe(h))) {
+      w.stop();
+      return null;
+    }
+    watches.set(h, w);
+    observePerf();
+    return w;
   }
 
-  return {
+  const api = {
     /**
      * A request began (after core.begin). Nothing is bound yet: most fetches are not streams
      * (a sidebar refresh must not take the answer's element), so binding waits for
@@ -273,9 +332,10 @@ export function makePaint(ctx, opts) {
     began(h) {
       if (stopped) return;
       running.push(h);
-      // The core keeps at most 64 requests in flight (a body the app never finishes is then
+      // The core keeps at most `max_in_flight` requests (a body the app never finishes is then
       // ended `partial`); so does this list, and the oldest one's watch goes with it.
-      if (running.length > 64) forget(running.shift());
+      const core = ctx.live();
+      if (core && running.length > core.max_in_flight) forget(running.shift());
       const el = resolve(opts.observe);
       if (el) containers.set(h, { el, base: el.textContent.length });
     },
@@ -340,4 +400,5 @@ export function makePaint(ctx, opts) {
       containers.clear();
     },
   };
+  return api;
 }

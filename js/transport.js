@@ -1,4 +1,4 @@
-// Sends what the core's beacon queue decides to send (src/core/transport.rs owns batching,
+// Sends what the core's beacon queue decides to send (src/core/beacon/ owns batching,
 // sizes, backoff, dedupe). This file only moves payloads and reports outcomes:
 // - normal flushes: fetch, with `keepalive` while the page's keepalive quota allows (Fetch
 //   §4.5: 64 KiB of keepalive bodies in flight per document, shared with sendBeacon);
@@ -8,7 +8,6 @@
 // - text/plain bodies: a CORS-safelisted content type, so no preflight (Fetch §3.2.3).
 // The SDK's own requests use the native fetch, so it never measures its beacons.
 
-const MAX_PAYLOAD = 60 * 1024;
 const MIN_PAYLOAD = 4 * 1024;
 const KEEPALIVE_QUOTA = 64 * 1024;
 const PERSIST_KEY = 'llm-rum:queue';
@@ -26,15 +25,21 @@ function retryAfter(res) {
 
 /**
  * `live()` → the core or null; `url` the collector; `nativeFetch`; `fail(e)` disables;
- * `encode`: null for the v1 JSON beacon, or a payload → OTLP/HTTP JSON converter (otlp.js).
+ * `encode`: null for the v1 JSON beacon, or a payload → OTLP/HTTP JSON converter (otlp.js);
+ * `template(href)`: the app's route template for the page, or ''.
  * Returns { schedule(), flush(reason), urgent(reason), restore(), stop() }.
  */
-export function makeTransport(live, url, nativeFetch, fail, encode) {
+export function makeTransport(live, url, nativeFetch, fail, encode, template) {
   const g = globalThis;
   const nav = g.navigator;
   let timer = 0;
   let keepaliveBytes = 0;
-  const page = () => (g.location ? g.location.pathname : '');
+  // The beacon's `page`: the core templates the page's path like a record's `url` (no
+  // conversation id in it).
+  const take = (core, max, reason, urgent, t) => {
+    const loc = g.location;
+    return core.transport_take(max, reason, urgent, loc ? loc.pathname : '', loc ? template(loc.href) : '', t, sentAt(t));
+  };
   // `sentAt` is on the records' clock (their startEpochMs is performance.timeOrigin + t), so
   // the collector's received − sentAt measures exactly the skew of the times it stores.
   const sentAt = (t) => performance.timeOrigin + t;
@@ -102,7 +107,7 @@ export function makeTransport(live, url, nativeFetch, fail, encode) {
     guard((core) => {
       for (let i = 0; i < 64; i++) {
         const t = performance.now();
-        const payload = core.transport_take(MAX_PAYLOAD, reason, false, page(), t, sentAt(t));
+        const payload = take(core, core.max_payload, reason, false, t);
         if (payload === undefined) break;
         sends.push(send(payload, core.transport_last_batch()));
       }
@@ -119,7 +124,7 @@ export function makeTransport(live, url, nativeFetch, fail, encode) {
       guard((core) => {
         for (let i = 0; i < 64; i++) {
           const t = performance.now();
-          const payload = core.transport_take(MAX_PAYLOAD, reason, true, page(), t, sentAt(t));
+          const payload = take(core, core.max_payload, reason, true, t);
           if (payload === undefined) break;
           send(payload, core.transport_last_batch());
         }
@@ -128,10 +133,10 @@ export function makeTransport(live, url, nativeFetch, fail, encode) {
     }
     guard((core) => {
       const t = performance.now();
-      let max = MAX_PAYLOAD;
+      let max = core.max_payload;
       // transport_due_at() < 0: the queue is empty.
       for (let i = 0; i < 64 && core.transport_due_at() >= 0; i++) {
-        const payload = core.transport_take(max, reason, true, page(), t, sentAt(t));
+        const payload = take(core, max, reason, true, t);
         if (payload !== undefined) {
           const batch = core.transport_last_batch();
           let ok = false;
@@ -172,7 +177,7 @@ export function makeTransport(live, url, nativeFetch, fail, encode) {
       text = null;
     }
     if (text) {
-      guard((core) => core.transport_restore(text, performance.now()));
+      guard((core) => core.transport_queue(text, performance.now()));
       flush('restore');
     }
   }

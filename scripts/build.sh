@@ -11,7 +11,7 @@ mkdir -p dist/wasm
 wasm-bindgen target/wasm32-unknown-unknown/wasm/llm_rum.wasm \
   --target web --out-dir dist/wasm --out-name llm_rum --no-typescript
 node_modules/.bin/wasm-opt -Oz --enable-reference-types --enable-bulk-memory --enable-nontrapping-float-to-int \
-  --enable-sign-ext --enable-mutable-globals --strip-debug --strip-producers \
+  --enable-sign-ext --enable-mutable-globals --strip-debug --strip-producers --strip-target-features \
   --converge dist/wasm/llm_rum_bg.wasm -o dist/wasm/llm_rum_bg.wasm
 # The facade is bundled into one ES module and minified like the glue (esbuild, from npm);
 # the wasm glue stays a separate module loaded by init() with a dynamic import, so importing

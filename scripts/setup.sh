@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks, skipping what is already there:
-# the wasm target, wasm-bindgen-cli at the crate's pinned version, Chromium + chromedriver,
-# nginx and prometheus (Debian packages), and the npm dev dependencies (Playwright library,
-# binaryen's wasm-opt).
-# No browser downloads: Playwright drives the system Chromium.
+# the wasm target, wasm-bindgen-cli at the crate's pinned version, the three engines the tests
+# run in — Chromium + chromedriver, Firefox ESR + geckodriver (crates.io), WebKitGTK's
+# WebKitWebDriver + MiniBrowser with Xvfb (Debian packages) — nginx (the collector's proxy
+# test), prometheus with promtool (the collector's Prometheus test), and the npm dev
+# dependencies (Playwright library, selenium-webdriver, binaryen's wasm-opt). No browser
+# downloads: Playwright drives the system Chromium, W3C WebDriver the others.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WB_VERSION=0.2.130
+GECKODRIVER_VERSION=0.37.1
 
 say() { printf '[setup] %s\n' "$*"; }
 
@@ -21,31 +24,35 @@ if ! wasm-bindgen --version 2>/dev/null | grep -q " $WB_VERSION"; then
   cargo install wasm-bindgen-cli --version "$WB_VERSION"
 fi
 
-if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
-  say "installing chromium and chromium-driver from apt"
+# Debian packages: Chromium and its driver; Firefox ESR; WebKitGTK's WebDriver (brings the
+# MiniBrowser it drives); Xvfb + xauth for xvfb-run (MiniBrowser has no headless mode); nginx
+# (the collector's proxy test puts a real one in front of it); prometheus and promtool (the
+# collector's Prometheus test scrapes two collectors with a real one and checks the generated
+# alerting rules with promtool).
+need=()
+[ -x /usr/bin/chromium ] || need+=(chromium)
+[ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
+[ -x /usr/bin/firefox-esr ] || need+=(firefox-esr)
+[ -x /usr/bin/WebKitWebDriver ] || need+=(webkit2gtk-driver)
+[ -x /usr/bin/Xvfb ] || need+=(xvfb)
+[ -x /usr/bin/xauth ] || need+=(xauth)
+{ [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1; } || need+=(nginx)
+{ command -v prometheus && command -v promtool; } >/dev/null 2>&1 || need+=(prometheus)
+if [ ${#need[@]} -gt 0 ]; then
+  say "installing ${need[*]} from apt"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
-# The collector's proxy test puts a real nginx in front of it.
-if [ ! -x /usr/sbin/nginx ] && ! command -v nginx >/dev/null 2>&1; then
-  say "installing nginx from apt"
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nginx >/dev/null
+# geckodriver is not packaged by Debian: from crates.io (about 4 minutes, once).
+GECKODRIVER=$(command -v geckodriver || echo "$HOME/.cargo/bin/geckodriver")
+if ! "$GECKODRIVER" --version 2>/dev/null | grep -q "^geckodriver $GECKODRIVER_VERSION"; then
+  say "installing geckodriver $GECKODRIVER_VERSION from crates.io (takes a few minutes once)"
+  cargo install geckodriver --version "$GECKODRIVER_VERSION"
 fi
 
-# The collector's Prometheus test scrapes two collectors with a real Prometheus and checks the
-# generated alerting rules with promtool (both from Debian's prometheus package).
-if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
-  say "installing prometheus (and promtool) from apt"
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq prometheus >/dev/null
-fi
-
-if [ ! -d node_modules/@playwright/test ] || [ ! -d node_modules/binaryen ] \
+if [ ! -d node_modules/@playwright/test ] || [ ! -d node_modules/binaryen ] || [ ! -d node_modules/selenium-webdriver ] \
    || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   say "installing npm dev dependencies"
   npm ci --no-audit --no-fund --loglevel=error

@@ -8,9 +8,11 @@ import zlib from 'node:zlib';
 // beacon transport (+3.4 KB) and paint observation (+6.5 KB: the arrival↔paint matcher, text
 // probes, paint stalls and blame in the core, js/paint.js) took it past that; until a size
 // pass brings it back, this guard stops further growth. Raise it only with a reason in the
-// commit message.
+// commit message. 42 → 43 KB: ids templated out of recorded URLs, and `beforeSend` (issue
+// 18: +1.0 KB wasm for the rule and the hook's outbox, +0.4 KB facade) took it from 41.1 to
+// 42.4 KB.
 export const TARGET_BROTLI = 30 * 1024;
-export const BUDGET_BROTLI = 42 * 1024;
+export const BUDGET_BROTLI = 43 * 1024;
 
 export function measure(dir = 'dist') {
   const files = [];

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Every test layer, in order: native core + server (cargo test), the browser layer in headless
-# Chromium (wasm-bindgen-test), end-to-end against the real scripted server (Playwright).
-# Ends with one summary line "N passed, N failed" summing all layers.
+# Every test layer, in order: native core + server (cargo test), the browser layer
+# (wasm-bindgen-test) in headless Chromium and in headless Firefox ESR, end-to-end against the
+# real scripted server (Playwright; its engines.spec.js drives Firefox ESR and WebKitGTK too,
+# over W3C WebDriver). Ends with one summary line "N passed, N failed" summing all layers.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
@@ -35,15 +36,27 @@ cargo test --workspace 2>&1 | tee test-results/cargo.log
 [ "${PIPESTATUS[0]}" -eq 0 ] || { status=1; grep -q ' failed' test-results/cargo.log || failed=$((failed + 1)); }
 count_cargo test-results/cargo.log
 
-echo "=== browser tests (wasm-bindgen-test, headless Chromium)"
-cargo test --target wasm32-unknown-unknown --test browser 2>&1 | tee test-results/wasm.log
-[ "${PIPESTATUS[0]}" -eq 0 ] || { status=1; grep -q ' failed' test-results/wasm.log || failed=$((failed + 1)); }
-count_cargo test-results/wasm.log
+# wasm-bindgen-test-runner takes the first driver named by GECKODRIVER / CHROMEDRIVER, else the
+# first found on PATH (geckodriver before chromedriver): name each one explicitly.
+GECKODRIVER_BIN=$(command -v geckodriver || echo "$HOME/.cargo/bin/geckodriver")
+wasm_tests() {
+  local name=$1; shift
+  echo "=== browser tests (wasm-bindgen-test, headless $name)"
+  local t0=$SECONDS
+  env -u GECKODRIVER -u CHROMEDRIVER "$@" cargo test --target wasm32-unknown-unknown --test browser 2>&1 | tee "test-results/wasm-$name.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || { status=1; grep -q ' failed' "test-results/wasm-$name.log" || failed=$((failed + 1)); }
+  count_cargo "test-results/wasm-$name.log"
+  echo "=== browser tests in $name: $((SECONDS - t0)) s"
+}
+wasm_tests Chromium CHROMEDRIVER=/usr/bin/chromedriver
+wasm_tests Firefox GECKODRIVER="$GECKODRIVER_BIN"
 
 echo "=== end-to-end tests (Playwright, system Chromium)"
-rm -f test-results/e2e.json
+rm -f test-results/e2e.json test-results/engines.json
+t0=$SECONDS
 npx playwright test "$@"
 e2e=$?
+echo "=== end-to-end tests: $((SECONDS - t0)) s (engines.spec.js per engine: see its 'engine' lines, test-results/engines.json)"
 if [ -f test-results/e2e.json ]; then
   read -r p f < <(node -e '
     const r = require("./test-results/e2e.json").stats;

@@ -4,7 +4,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use js_sys::{Reflect, JSON};
-use llm_rum::exports::Core;
+use llm_rum::wasm::Core;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_test::*;
 use web_sys::Headers;
@@ -12,19 +12,22 @@ use web_sys::Headers;
 wasm_bindgen_test_configure!(run_in_browser);
 
 fn core() -> Core {
+    // The configuration object js/index.js builds (the facade lower-cases correlation header
+    // names before handing them over).
     Core::new(
-        "http://127.0.0.1:8080".into(),
-        "https://api.example.com\nhttps://other.example.com/v1/",
-        // The facade lower-cases correlation header names before handing them over.
-        "x-request-id\nopenai-processing-ms",
-        250.0,
-        true,
-        true,
-        "ttft\nitl.p95",
-        &[100.0, 1000.0],
-        "",
-        "",
+        r#"{"pageOrigin":"http://127.0.0.1:8080",
+            "propagate":["https://api.example.com","https://other.example.com/v1/"],
+            "correlation":["x-request-id","openai-processing-ms"],
+            "stallThresholdMs":250,"clockStepMs":0.1,"stripQuery":true,"sampled":true,
+            "budgets":[["ttft",100],["itl.p95",1000]],"beacon":null}"#,
     )
+}
+
+/// Limits the JS facade reads from the core instead of repeating them.
+#[wasm_bindgen_test]
+fn limits_are_exported() {
+    let c = core();
+    assert_eq!((c.max_in_flight(), c.max_payload()), (64, 60 * 1024));
 }
 
 fn headers(pairs: &[(&str, &str)]) -> Headers {
@@ -44,7 +47,7 @@ fn get(v: &JsValue, path: &str) -> JsValue {
 }
 
 fn records(c: &mut Core) -> JsValue {
-    let text = c.take_records();
+    let text = c.take_records(false);
     assert!(!text.is_empty(), "a record was expected");
     JSON::parse(&text).expect("records are valid JSON")
 }
@@ -58,6 +61,7 @@ data: {\"choices\":[],\"usage\":{\"completion_tokens\":2}}\n\ndata: [DONE]\n\n";
 fn same_origin_request_gets_a_traceparent_and_a_full_record() {
     let mut c = core();
     let h = c.begin("http://127.0.0.1:8080/v1/chat/completions?q=secret", "post", 100.0, 1.7e12, &[7u8; 32], -1.0);
+    c.set_route(h, "/v1/chat/:kind");
     let tp = c.traceparent(h);
     assert_eq!(tp.len(), 55, "{tp}");
     assert!(tp.starts_with("00-") && tp.ends_with("-01"));
@@ -74,7 +78,7 @@ fn same_origin_request_gets_a_traceparent_and_a_full_record() {
     c.end(h, 241.0, 0);
     let recs = records(&mut c);
     let r = Reflect::get(&recs, &0.into()).unwrap();
-    assert_eq!(get(&r, "url"), "http://127.0.0.1:8080/v1/chat/completions", "query stripped");
+    assert_eq!(get(&r, "url"), "http://127.0.0.1:8080/v1/chat/:kind", "query stripped, the app's route template applied");
     assert_eq!(get(&r, "method"), "POST");
     assert_eq!(get(&r, "outcome"), "ok");
     assert_eq!(get(&r, "format"), "openai-chat");
@@ -112,7 +116,7 @@ fn other_origins_get_no_traceparent_unless_allowlisted() {
         assert_eq!(!c.traceparent(h).is_empty(), allowed, "{url}");
         c.end(h, 0.0, 4); // forget
     }
-    assert!(c.take_records().is_empty(), "discarded requests leave no record");
+    assert!(c.take_records(false).is_empty(), "discarded requests leave no record");
 }
 
 #[wasm_bindgen_test]
@@ -137,7 +141,7 @@ fn non_stream_responses_are_not_measured_unless_matched() {
     let h = c.begin("http://127.0.0.1:8080/api", "GET", 0.0, 0.0, &[2u8; 32], -1.0);
     assert!(!c.response(h, 1.0, 200, &json, false));
     c.end(h, 2.0, 0);
-    assert!(c.take_records().is_empty());
+    assert!(c.take_records(false).is_empty());
     // Matched by the user's `match`: measured whatever the type; an HTTP error is an error.
     let h = c.begin("http://127.0.0.1:8080/api", "GET", 0.0, 0.0, &[3u8; 32], -1.0);
     assert!(c.response(h, 1.0, 500, &json, true));
@@ -162,7 +166,7 @@ fn app_traceparent_is_respected() {
     assert_eq!(get(&r, "outcome"), "aborted");
 }
 
-/// EventSource (issue 4): the exports js/eventsource.js drives, with the data an app's
+/// EventSource: the exports js/eventsource.js drives, with the data an app's
 /// listeners see (framing already done by the browser).
 #[wasm_bindgen_test]
 fn eventsource_attempts_and_reconnects() {

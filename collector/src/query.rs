@@ -1,7 +1,7 @@
 //! Read side: `/api/summary`, `/api/timeseries`, `/api/histogram`, and the alert engine's
 //! values, all answered from rollups (`plan`) within a time budget.
 //!
-//! Percentiles are the log-histogram sketch's (`llm_rum::core::stats`): the nearest-rank value
+//! Percentiles are the log-histogram sketch's (`llm_rum::core::request::histogram`): the nearest-rank value
 //! (rank ⌈q·n⌉ of the sorted values) within 1 % relative error (±0.01 ms below 0.01 ms). Counts,
 //! rates and sums are exact.
 
@@ -50,7 +50,7 @@ pub struct Stat {
     pub p99: Option<f64>,
 }
 
-fn stat(h: &llm_rum::core::stats::LogHistogram) -> Stat {
+fn stat(h: &llm_rum::core::request::histogram::LogHistogram) -> Stat {
     Stat {
         count: h.count() as u64,
         p50: h.quantile(0.50),

@@ -94,6 +94,11 @@ addEventListener('message', (e) => {
     s.ready = true;
     if (PANES.every((p) => state[p.kind].ready)) allReady();
   }
+  if (m.type === 'pageerror') {
+    window.demoErrors.push(`${m.pane}: ${m.message}`);
+    schedule(true);
+    return;
+  }
   if (m.ask !== askNo) return;
   if (m.type === 'tick') s.ticks.push({ what: m.what, t: m.t });
   if (m.type === 'error') s.status = 'error: ' + m.message;
@@ -127,7 +132,7 @@ const schedule = (now) => {
 
 /** The wait, split into what caused it (all from the record; Server-Timing for the server). */
 function decompose(r) {
-  const st = (name) => (r.serverTiming.find((e) => e.name === name) || {}).dur || 0;
+  const st = (name) => ((r.serverTiming || []).find((e) => e.name === name) || {}).dur || 0;
   const m = r.marks;
   const click = m.interaction == null ? 0 : -m.interaction;
   const queue = st('queue');
@@ -142,6 +147,9 @@ function decompose(r) {
 
 function draw() {
   lastDraw = performance.now();
+  const errors = document.getElementById('errors');
+  errors.hidden = !window.demoErrors.length;
+  errors.textContent = window.demoErrors.length ? 'Script errors: ' + window.demoErrors.join(' · ') : '';
   // One time scale for every pane: from the click to the latest thing any pane showed.
   let span = 1000;
   for (const p of PANES) {

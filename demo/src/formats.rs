@@ -15,6 +15,7 @@
 //! - `usage`: the event carrying the token usage
 //! - `done`: the stream terminator (`data: [DONE]`, `message_stop`)
 //! - `ping`: keep-alives (SSE comments, Anthropic's `ping` event)
+//! - `error`: an in-band error event (`error_at`), as each provider sends one mid-answer
 
 use serde_json::{json, Value};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -85,6 +86,8 @@ pub enum Kind {
     Usage,
     Done,
     Ping,
+    /// An in-band error event (the provider failed mid-answer).
+    Error,
     /// A whole non-streamed body (chat.completion JSON, /plain, error bodies).
     Body,
     /// A chunk of /bytes.
@@ -413,6 +416,44 @@ impl Shaper {
             }
             Format::Text => vec![],
         }
+    }
+
+    /// The format's in-band error event, as each provider sends it when generation fails
+    /// mid-answer (an overload or a server error): OpenAI Chat `data: {"error": …}` (no event
+    /// name), Responses `event: error` or (`failed`) `event: response.failed`, Anthropic
+    /// `event: error`, AI SDK UI `{"type":"error","errorText"}`, Ollama NDJSON `{"error": …}`.
+    /// Plain text has none (the scenario refuses `error_at` there).
+    pub fn error(&mut self, failed: bool) -> Event {
+        const MSG: &str = "The server had an error while processing your request.";
+        let s = match self.format {
+            Format::OpenAiChat => {
+                let e = json!({"error": {"message": MSG, "type": "server_error", "param": null, "code": null}});
+                self.sse(None, &e.to_string())
+            }
+            Format::OpenAiResponses if failed => {
+                let mut resp = self.resp_object("failed", json!([]), Value::Null);
+                resp["error"] = json!({"code": "server_error", "message": MSG});
+                self.resp_event("response.failed", json!({"response": resp}))
+            }
+            Format::OpenAiResponses => self.resp_event(
+                "error",
+                json!({"code": "server_error", "message": MSG, "param": null}),
+            ),
+            Format::Anthropic => {
+                let e = json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
+                self.sse(Some("error"), &e.to_string())
+            }
+            Format::AiSdkUi => self.sse(
+                None,
+                &json!({"type": "error", "errorText": MSG}).to_string(),
+            ),
+            Format::Ndjson | Format::Text => {
+                let mut line = json!({"error": MSG}).to_string();
+                line.push('\n');
+                line
+            }
+        };
+        Event::new(Kind::Error, 0, s)
     }
 
     /// A keep-alive write, for SSE formats only.

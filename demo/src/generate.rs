@@ -35,6 +35,10 @@ const CHANNEL_CAPACITY: usize = 64;
 /// stalled reader stays close to what the socket actually accepted.
 const BYTES_CHANNEL_CAPACITY: usize = 2;
 
+/// After an in-band error event (`error_at`) the connection stays open at most this long for
+/// the client to end it, then the server drops it.
+const ERROR_HOLD: Duration = Duration::from_secs(10);
+
 type Msg = Result<Bytes, std::io::Error>;
 
 /// Response body fed by the generator. Dropping it before its end means the client went away
@@ -173,6 +177,16 @@ impl Generator {
                     .send(Err(std::io::Error::other("scripted failure (fail_at)")))
                     .await;
                 return Ok("failed");
+            }
+            if sc.error_at.is_some_and(|k| k < chunk.first + chunk.count) {
+                // The provider fails mid-answer: its error event instead of this write, then
+                // silence on an open connection until the client ends it (bounded).
+                let err = self.shaper.error(sc.error_failed);
+                self.emit(chunk.at_ms, err).await?;
+                return match tokio::time::timeout(ERROR_HOLD, self.tx.closed()).await {
+                    Ok(()) => Err(Gone),
+                    Err(_) => Ok("failed"),
+                };
             }
             self.emit(chunk.at_ms, ev).await?;
             self.last_ms = chunk.at_ms;

@@ -71,6 +71,9 @@ pub struct Arrival {
 pub fn router(app: App) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat))
+        // The same endpoint under a per-user id, as chat products route it (the SDK's
+        // URL-templating tests: no id may leave the page).
+        .route("/v1/threads/{thread}/chat/completions", post(chat))
         .route("/v1/stream", get_route(stream_get))
         .route("/bytes", get_route(bytes))
         .route("/plain", any(plain))
@@ -677,9 +680,10 @@ async fn static_files(State(app): State<App>, req: Request) -> Response {
     } else {
         &path[prefix.len()..]
     };
-    let coi = query
-        .as_deref()
-        .is_some_and(|q| matches!(get(&parse_query(q), "coi"), Some("1" | "true")));
+    let params = query.as_deref().map(parse_query).unwrap_or_default();
+    let coi = matches!(get(&params, "coi"), Some("1" | "true"));
+    // A page's Content-Security-Policy, as its site would send it (tests: what the SDK needs).
+    let csp = get(&params, "csp").map(str::to_string);
     let (mut parts, body) = req.into_parts();
     let pq = match &query {
         Some(q) => format!("{rest}?{q}"),
@@ -712,6 +716,9 @@ async fn static_files(State(app): State<App>, req: Request) -> Response {
     if coi && is_html {
         set(h, "cross-origin-opener-policy", "same-origin");
         set(h, "cross-origin-embedder-policy", "require-corp");
+    }
+    if let Some(policy) = csp.filter(|_| is_html) {
+        set(h, "content-security-policy", &policy);
     }
     resp
 }

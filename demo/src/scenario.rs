@@ -42,6 +42,13 @@ pub struct Scenario {
     pub status: Option<u16>,
     /// Drop the connection abruptly before the write carrying token k.
     pub fail_at: Option<u64>,
+    /// In place of the write carrying token k, the format's in-band error event; then nothing
+    /// more until the client goes away (as a provider's overload mid-answer: the official
+    /// clients abort the request when they see it).
+    pub error_at: Option<u64>,
+    /// Which in-band error: `error` (every SSE format's error event, NDJSON's `{"error"}`), or
+    /// `failed` (OpenAI Responses' `response.failed`).
+    pub error_failed: bool,
     pub format: Format,
     /// Write each event in two writes (cut inside a multi-byte character when there is one);
     /// the first half goes `split_ms` before the event's time, the second exactly on time.
@@ -78,6 +85,8 @@ impl Scenario {
             usage: None,
             status: None,
             fail_at: None,
+            error_at: None,
+            error_failed: false,
             format: Format::OpenAiChat,
             split: false,
             split_ms: 2.0,
@@ -158,6 +167,14 @@ impl Scenario {
                     self.status = (n != 200).then_some(n as u16);
                 }
                 "fail_at" => self.fail_at = Some(int(k, v, MAX_TOKENS)?),
+                "error_at" => self.error_at = Some(int(k, v, MAX_TOKENS)?),
+                "error_kind" => {
+                    self.error_failed = match v.as_str() {
+                        "error" => false,
+                        "failed" => true,
+                        _ => return Err(format!("error_kind must be error or failed, not {v:?}")),
+                    }
+                }
                 "format" => {
                     self.format = Format::parse(v).ok_or_else(|| format!("unknown format {v:?}"))?
                 }
@@ -178,6 +195,12 @@ impl Scenario {
                 "cors" => self.cors = flag(k, v)?,
                 _ => {}
             }
+        }
+        if self.error_at.is_some() && self.format == Format::Text {
+            return Err("format=text has no in-band error event (error_at)".into());
+        }
+        if self.error_failed && self.format != Format::OpenAiResponses {
+            return Err("error_kind=failed is OpenAI Responses' response.failed".into());
         }
         if !stall_at.is_empty() || !stall_ms.is_empty() {
             if stall_at.is_empty() {
@@ -233,7 +256,8 @@ impl Scenario {
             "jitter_ms": self.jitter_ms, "seed": self.seed, "tokens": self.tokens, "per_chunk": self.per_chunk,
             "stalls": self.stalls.iter().map(|(k, ms)| serde_json::json!({"at": k, "ms": ms})).collect::<Vec<_>>(),
             "headers": if self.headers_late { "late" } else { "early" }, "usage": self.usage,
-            "status": self.status, "fail_at": self.fail_at, "format": self.format.name(), "split": self.split,
+            "status": self.status, "fail_at": self.fail_at, "error_at": self.error_at,
+            "error_kind": if self.error_failed { "failed" } else { "error" }, "format": self.format.name(), "split": self.split,
             "split_ms": self.split_ms, "pings": self.pings, "ping_ms": self.ping_ms, "ids": self.ids,
         })
     }

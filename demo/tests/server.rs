@@ -14,6 +14,8 @@ use tokio::net::TcpStream;
 /// Tolerance for timing comparisons (ms). Writes typically land within 0.2 ms of schedule on an
 /// idle machine; the slack is for a loaded 2-core CI machine running both tests at once.
 const TOL_MS: f64 = 8.0;
+/// The most a preempted timer wake-up may add under full load before it counts as a defect.
+const PREEMPTED_MS: f64 = 60.0;
 
 struct Server {
     child: Child,
@@ -190,6 +192,16 @@ async fn request_inner(
     r
 }
 
+/// The `kind` of every write in a ground-truth record, in order.
+fn kinds(truth: &Value) -> Vec<&str> {
+    truth["writes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["kind"].as_str().unwrap())
+        .collect()
+}
+
 fn contents(truth: &Value) -> Vec<&Value> {
     truth["writes"]
         .as_array()
@@ -259,22 +271,23 @@ async fn scripted_stream_matches_schedule_and_truth() {
     let queue = t["queue_ms"].as_f64().unwrap();
     let c = contents(&t);
     assert_eq!(c.len(), 12);
+    // Never early; late by at most TOL_MS except where the OS preempted the timer (a saturated
+    // 2-core machine delays a wake-up by tens of ms now and then). Those must stay rare and must
+    // not accumulate: every due time is anchored to the request, not to the previous write.
+    let mut late = Vec::new();
     for (i, w) in c.iter().enumerate() {
         let due = queue + 120.0 + 25.0 * i as f64 + if i >= 8 { 150.0 } else { 0.0 };
         let at = w["t_ms"].as_f64().unwrap();
-        assert!(
-            (at - due).abs() <= TOL_MS,
-            "token {i}: sent at {at}, due {due}"
-        );
+        assert!(at >= due - 1.0, "token {i}: sent at {at}, before it was due at {due}");
+        assert!(at - due <= PREEMPTED_MS, "token {i}: sent at {at}, due {due}");
+        if at - due > TOL_MS {
+            late.push((i, at - due));
+        }
         assert_eq!(w["tokens"], 1);
     }
+    assert!(late.len() <= 2, "tokens sent more than {TOL_MS} ms late: {late:?}");
     assert!((t["prefill_ms"].as_f64().unwrap() - 120.0).abs() <= TOL_MS);
-    let kinds: Vec<&str> = t["writes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w["kind"].as_str().unwrap())
-        .collect();
+    let kinds = kinds(&t);
     assert_eq!(kinds[0], "role");
     assert_eq!(kinds[1], "ping", "a ping in the middle of prefill");
     assert_eq!(&kinds[kinds.len() - 3..], ["finish", "usage", "done"]);
@@ -467,6 +480,71 @@ async fn queue_late_headers_failures_and_client_gone() {
         "slot was released: {}",
         ta["queue_ms"]
     );
+
+    // error_at: each format's in-band error event in place of token 2's write, then silence on
+    // the open connection until the client ends it (the official clients abort there).
+    for (format, kind, needle) in [
+        ("openai-chat", "error", "data: {\"error\":{"),
+        (
+            "openai-responses",
+            "error",
+            "event: error\ndata: {\"type\":\"error\"",
+        ),
+        (
+            "openai-responses",
+            "failed",
+            "event: response.failed\ndata: {\"type\":\"response.failed\"",
+        ),
+        (
+            "anthropic",
+            "error",
+            "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"",
+        ),
+        (
+            "ai-sdk-ui",
+            "error",
+            "data: {\"type\":\"error\",\"errorText\"",
+        ),
+        ("ndjson", "error", "{\"error\":\""),
+    ] {
+        let id = format!("err-{format}-{kind}");
+        let mut s = TcpStream::connect(&a).await.unwrap();
+        let req = format!("GET /v1/stream?prefill_ms=5&gap_ms=5&tokens=6&error_at=2&error_kind={kind}&format={format}&test_id={id} HTTP/1.1\r\nHost: x\r\n\r\n");
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&got).contains(needle) {
+            let n = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf))
+                .await
+                .expect("error event within 5 s")
+                .unwrap();
+            assert!(n > 0, "{format}: connection closed before the error event");
+            got.extend_from_slice(&buf[..n]);
+        }
+        // Nothing after it while the client stays.
+        assert!(
+            tokio::time::timeout(Duration::from_millis(150), s.read(&mut buf))
+                .await
+                .is_err(),
+            "{format}: silence after the error"
+        );
+        drop(s);
+        let t = request(
+            &a,
+            "GET",
+            &format!("/__truth?test_id={id}&wait_ms=5000"),
+            &[],
+            "",
+        )
+        .await
+        .json();
+        assert_eq!(t["outcome"], "client_gone", "{format}");
+        assert_eq!(t["content_tokens"], 2, "{format}");
+        let kinds = kinds(&t);
+        assert_eq!(kinds.last(), Some(&"error"), "{format}: {kinds:?}");
+    }
+    let bad = request(&a, "GET", "/v1/stream?format=text&error_at=2", &[], "").await;
+    assert_eq!(bad.status, 400);
 
     // split=1: each event in two writes (part 0 then part 1), tokens counted on part 1, and the
     // client still reassembles the exact bytes.

@@ -1,8 +1,19 @@
 //! SDK configuration as the core sees it: already validated plain values (the JS facade owns
-//! option parsing and warnings; numbers cross the wasm boundary as numbers, so the core needs
-//! no float parser).
+//! option parsing and warnings). It crosses the wasm boundary once, as one JSON object read
+//! by `Config::from_json` with the core's own JSON reader and decimal parser (both already in
+//! the wasm for the streams and Server-Timing).
 
 use alloc::{string::String, vec::Vec};
+use crate::core::stalls::DEFAULT_STALL_THRESHOLD_MS;
+use crate::core::util::decimal::parse_decimal;
+use crate::core::util::json_read::{self, Json};
+use crate::core::util::text::truncate;
+use crate::core::util::url::{origin_of, push_route, split};
+
+/// Recorded URLs and pages are cut here: the collector refuses longer strings (2048 bytes),
+/// and a beacon with one such record would be refused whole.
+pub const MAX_URL: usize = 1024;
+
 /// A per-metric budget: `metric` is a record key, or `group.stat` such as `itl.p95`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Budget {
@@ -12,8 +23,12 @@ pub struct Budget {
 
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// A gap longer than this between visible progress is a stall (DESIGN.md §1).
+    /// A gap longer than this between visible progress is a stall (see `stalls.rs`).
     pub stall_threshold_ms: f64,
+    /// The page clock's step (performance.now() granularity: 5 µs to 1 ms by engine and
+    /// isolation), measured by the facade at init. Every time read from it is within one step
+    /// of the true time, so it adds to the paint brackets' error (`paintErrorMs`).
+    pub clock_step_ms: f64,
     /// `location.origin` of the page, e.g. `https://chat.example.com`.
     pub page_origin: String,
     /// Cross-origin `traceparent` allowlist: origins (`https://api.example.com`) or URL
@@ -22,25 +37,140 @@ pub struct Config {
     pub budgets: Vec<Budget>,
     /// Strip `?query` and `#fragment` from recorded URLs (they often carry user data).
     pub strip_query: bool,
+    /// Replace id-like path segments of recorded URLs and pages by `:id` (util/url.rs).
+    pub template_ids: bool,
+    /// The app has a `beforeSend` hook: records wait for it (`Session::take_outgoing`)
+    /// instead of going straight into the beacon queue.
+    pub before_send: bool,
     /// The session's sampling decision; unsampled sessions propagate flags `00` and record
     /// nothing.
     pub sampled: bool,
+    /// Response headers whose values the record carries in `correlation` (lower-case names).
+    pub correlation: Vec<String>,
+    /// The beacon envelope's identity when a collector is configured (`None`: no beacon queue,
+    /// records go to `onRecord` only).
+    pub beacon: Option<BeaconIds>,
+}
+
+/// What every beacon says about its sender: `sdk` (`llm-rum/<version>`) and the tab `session`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BeaconIds {
+    pub sdk: String,
+    pub session: String,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Config {
-            stall_threshold_ms: 250.0,
+            stall_threshold_ms: DEFAULT_STALL_THRESHOLD_MS,
+            clock_step_ms: 0.0,
             page_origin: String::new(),
             propagate: Vec::new(),
             budgets: Vec::new(),
             strip_query: true,
+            template_ids: true,
+            before_send: false,
             sampled: true,
+            correlation: Vec::new(),
+            beacon: None,
         }
     }
 }
 
+/// A JSON string's unescaped text ("" for anything else).
+fn text(v: Json<'_>) -> String {
+    v.chars().collect()
+}
+
+/// A JSON number (`None` for anything else).
+fn number(v: Json<'_>) -> Option<f64> {
+    parse_decimal(v.text().as_bytes())
+}
+
+fn texts(v: Option<Json<'_>>) -> Vec<String> {
+    v.map(|v| v.items().map(text).collect()).unwrap_or_default()
+}
+
 impl Config {
+    /// The configuration js/index.js hands over, as one JSON object:
+    /// `{"pageOrigin": "https://chat.example", "propagate": ["https://api.example/v1/"],
+    /// "correlation": ["x-request-id"], "stallThresholdMs": 250, "clockStepMs": 0.1, "stripQuery": true,
+    /// "templateIds": true, "beforeSend": false, "sampled": true,
+    /// "budgets": [["ttft", 800], ["itl.p95", 150]], "beacon": {"sdk": "llm-rum/0.1.0",
+    /// "session": "…"}}`. A member that is missing or of another type keeps its default
+    /// (`beacon` null or missing: no collector).
+    pub fn from_json(json: &str) -> Config {
+        let mut cfg = Config::default();
+        let Some(root) = json_read::parse(json) else { return cfg };
+        let [origin, propagate, correlation, threshold, step, strip, template_ids, before_send, sampled, budgets, beacon] = root.fields([
+            "pageOrigin",
+            "propagate",
+            "correlation",
+            "stallThresholdMs",
+            "clockStepMs",
+            "stripQuery",
+            "templateIds",
+            "beforeSend",
+            "sampled",
+            "budgets",
+            "beacon",
+        ]);
+        cfg.page_origin = origin.map(text).unwrap_or_default();
+        cfg.propagate = texts(propagate);
+        cfg.correlation = texts(correlation);
+        if let Some(ms) = threshold.and_then(number) {
+            cfg.stall_threshold_ms = ms;
+        }
+        if let Some(ms) = step.and_then(number).filter(|ms| ms.is_finite() && *ms >= 0.0) {
+            cfg.clock_step_ms = ms;
+        }
+        if let Some(b) = strip.and_then(Json::as_bool) {
+            cfg.strip_query = b;
+        }
+        if let Some(b) = template_ids.and_then(Json::as_bool) {
+            cfg.template_ids = b;
+        }
+        if let Some(b) = before_send.and_then(Json::as_bool) {
+            cfg.before_send = b;
+        }
+        if let Some(b) = sampled.and_then(Json::as_bool) {
+            cfg.sampled = b;
+        }
+        for pair in budgets.into_iter().flat_map(Json::items) {
+            let mut it = pair.items();
+            if let (Some(metric), Some(limit)) = (it.next(), it.next().and_then(number)) {
+                cfg.budgets.push(Budget { metric: text(metric), limit });
+            }
+        }
+        if let Some(b) = beacon {
+            let [sdk, session] = b.fields(["sdk", "session"]);
+            if let (Some(sdk), Some(session)) = (sdk, session) {
+                cfg.beacon = Some(BeaconIds { sdk: text(sdk), session: text(session) });
+            }
+        }
+        cfg
+    }
+
+    /// A request's `url` as its record carries it: the origin, the path as `push_route` has it
+    /// (`template`: the app's route template, when one of its `urlTemplates` matched), and
+    /// the query and fragment unless stripped.
+    pub fn record_url(&self, url: &str, template: Option<&str>) -> String {
+        let (origin, path, rest) = split(url);
+        let mut out = String::from(origin);
+        push_route(&mut out, path, template, self.template_ids);
+        if !self.strip_query {
+            out.push_str(rest);
+        }
+        String::from(truncate(&out, MAX_URL))
+    }
+
+    /// The beacon's `page`: the page's path (`location.pathname`), as `record_url` has it.
+    pub fn page(&self, path: &str, template: Option<&str>) -> String {
+        let mut out = String::new();
+        push_route(&mut out, path, template, self.template_ids);
+        String::from(truncate(&out, MAX_URL))
+    }
+
     /// Whether a `traceparent` may be added to a request for `url` (absolute). Same origin
     /// always; other origins only when allow-listed, because a non-safelisted header makes
     /// the request CORS-preflighted (Fetch §4.8), which can break the app.
@@ -64,27 +194,6 @@ impl Config {
             // An origin matches by equality; a path prefix also compares the path.
             entry_origin.eq_ignore_ascii_case(origin) && (entry_path == "/" || url_path.starts_with(entry_path))
         })
-    }
-}
-
-/// `scheme://authority` of an absolute URL, or "" when there is none. URLs come from the
-/// browser's URL parser (already normalised), so this is a split, not a parser.
-pub fn origin_of(url: &str) -> &str {
-    // Byte scanning and `get`: no panic path (a str-slicing panic alone would keep core::fmt's
-    // Debug printing and Unicode tables in the wasm).
-    let b = url.as_bytes();
-    let Some(scheme_end) = b.windows(3).position(|w| w == b"://") else { return "" };
-    let start = scheme_end + 3;
-    let rest = b.get(start..).unwrap_or(&[]);
-    let end = rest.iter().position(|&c| c == b'/' || c == b'?' || c == b'#').map_or(b.len(), |p| start + p);
-    url.get(..end).unwrap_or("")
-}
-
-/// `url` without query and fragment.
-pub fn strip_query(url: &str) -> &str {
-    match url.bytes().position(|c| c == b'?' || c == b'#') {
-        Some(i) => url.get(..i).unwrap_or(url),
-        None => url,
     }
 }
 
@@ -123,18 +232,56 @@ mod tests {
     }
 
     #[test]
+    fn from_one_json_object() {
+        let c = Config::from_json(
+            r#"{"pageOrigin":"https://chat.example","propagate":["https://api.example.com","https://x.example/v1/"],
+               "correlation":["x-request-id","openai-processing-ms"],"stallThresholdMs":120.5,"stripQuery":false,
+               "sampled":false,"budgets":[["ttft",800],["itl.p95",1.5e2]],"beacon":{"sdk":"llm-rum/0.1.0","session":"ab\u0063"}}"#,
+        );
+        assert_eq!(c.page_origin, "https://chat.example");
+        assert_eq!(c.propagate, ["https://api.example.com", "https://x.example/v1/"]);
+        assert_eq!(c.correlation, ["x-request-id", "openai-processing-ms"]);
+        assert_eq!((c.stall_threshold_ms, c.strip_query, c.sampled), (120.5, false, false));
+        let budgets: Vec<(&str, f64)> = c.budgets.iter().map(|b| (b.metric.as_str(), b.limit)).collect();
+        assert_eq!(budgets, [("ttft", 800.0), ("itl.p95", 150.0)]);
+        assert_eq!(c.beacon, Some(BeaconIds { sdk: "llm-rum/0.1.0".into(), session: "abc".into() }));
+        // Missing or mistyped members keep their defaults; no collector without `beacon`.
+        let d = Config::from_json(r#"{"pageOrigin":"https://a.example","stallThresholdMs":null,"sampled":1,"beacon":null}"#);
+        assert_eq!((d.stall_threshold_ms, d.sampled, d.strip_query), (250.0, true, true));
+        assert!(d.beacon.is_none() && d.budgets.is_empty() && d.propagate.is_empty());
+        assert_eq!(Config::from_json("not json").page_origin, "");
+        assert!(d.template_ids && !d.before_send, "ids templated, no hook, by default");
+        let e = Config::from_json(r#"{"templateIds":false,"beforeSend":true}"#);
+        assert!(!e.template_ids && e.before_send);
+    }
+
+    #[test]
+    fn recorded_urls_and_pages() {
+        let uuid = "3f6c1e2a-9b4d-4c8e-a1f0-7d2b5e9c4a61";
+        let api = ["https://api.example.com/v1/threads/thread_9QxZr4kLmN2pT7vB1cD5eF8g/chat/completions?user=", uuid, "#x"].concat();
+        let page = ["/c/", uuid].concat();
+        let c = Config::default();
+        assert_eq!(c.record_url(&api, None), "https://api.example.com/v1/threads/:id/chat/completions");
+        assert_eq!(c.record_url(&api, Some("/v1/threads/:thread/chat/completions")), "https://api.example.com/v1/threads/:thread/chat/completions");
+        assert_eq!(c.page(&page, None), "/c/:id");
+        assert_eq!(c.page(&page, Some("/c/:conversation")), "/c/:conversation");
+        // `stripQuery: false` keeps the query as it is (the app asked for it).
+        let keep = Config { strip_query: false, ..Config::default() };
+        assert!(keep.record_url(&api, None).ends_with("/v1/threads/:id/chat/completions?user=3f6c1e2a-9b4d-4c8e-a1f0-7d2b5e9c4a61#x"));
+        // `templateIds: false`: paths as they are, the app's templates still apply.
+        let raw = Config { template_ids: false, ..Config::default() };
+        assert_eq!(raw.page(&page, None), ["/c/", uuid].concat());
+        assert_eq!(raw.page(&page, Some("/c/:id")), "/c/:id");
+        // Bounded: the collector refuses longer strings.
+        let long = ["https://a.example/", &"word/".repeat(400)].concat();
+        assert_eq!(c.record_url(&long, None).len(), MAX_URL);
+    }
+
+    #[test]
     fn allowlist_by_prefix() {
         let c = cfg(&["https://api.example.com/v1/"]);
         assert!(c.may_propagate("https://api.example.com/v1/chat"));
         assert!(!c.may_propagate("https://api.example.com/v2/chat"));
         assert!(!c.may_propagate("https://api.example.com.evil.test/v1/chat"));
-    }
-
-    #[test]
-    fn origins_and_queries() {
-        assert_eq!(origin_of("https://a.b:8080/x?y#z"), "https://a.b:8080");
-        assert_eq!(origin_of("https://a.b?y"), "https://a.b");
-        assert_eq!(strip_query("https://a.b/x?y=1#z"), "https://a.b/x");
-        assert_eq!(strip_query("https://a.b/x#z?q"), "https://a.b/x");
     }
 }

@@ -1,20 +1,22 @@
 //! The SDK's per-page state: configuration, the in-flight timelines (bounded), and the
-//! records that finished. The browser layer holds one `Session` and talks to it with small
-//! integer handles, so no Rust object crosses into JS per request.
+//! records that finished. The wasm surface (src/wasm/exports.rs) holds one `Session` and
+//! talks to it with small integer handles, so no Rust object crosses into JS per request.
 
 use alloc::{string::String, vec::Vec};
-use super::config::{strip_query, Config};
-use super::hex;
-use super::jsonw::JsonWriter;
-use super::record;
-use super::timeline::{Identity, Outcome, Timeline, TraceSource, Via};
-use super::traceparent::TraceContext;
-use super::transport::Transport;
+use crate::core::config::Config;
+use crate::core::util::url::strip_query;
+use crate::core::util::hex;
+use crate::core::util::json_write::JsonWriter;
+use crate::core::record;
+use crate::core::request::kinds::{Outcome, TraceSource, Via};
+use crate::core::request::timeline::{Identity, Timeline};
+use crate::core::trace::traceparent::TraceContext;
+use crate::core::beacon::BeaconQueue;
 
 /// In-flight requests kept at once. A request the app never finishes reading (abandoned
 /// body) would otherwise pin its state forever; past this, the oldest is ended `partial`.
 pub const MAX_IN_FLIGHT: usize = 64;
-/// Finished records waiting for the transport / `onRecord`.
+/// Finished records waiting for `onRecord`, and records waiting for `beforeSend`.
 pub const MAX_FINISHED: usize = 256;
 
 /// A handle: slot index in the low 8 bits, a generation above, so a stale handle from an
@@ -33,10 +35,14 @@ pub struct Session {
     slots: Vec<Slot>,
     seq: u64,
     finished: Vec<String>,
+    /// With a `beforeSend` hook: records (finished ones and `partial` snapshots) waiting for
+    /// it on their way to the beacon queue (`take_outgoing`; what it returns comes back
+    /// through the queue's `restore`).
+    outgoing: Vec<String>,
     /// Records dropped because `finished` was full (reported, never silently lost).
     pub dropped: u32,
     /// The beacon queue, when a collector is configured.
-    pub transport: Option<Transport>,
+    pub beacon: Option<BeaconQueue>,
     /// The page is being unloaded (pagehide, not into the back/forward cache): the browser
     /// tears its streams down, and those that end now were cut by the page going away.
     pub unloading: bool,
@@ -45,9 +51,36 @@ pub struct Session {
 /// The 32 random bytes a request needs: 16 trace id, 8 span id, 8 record id.
 pub const RANDOM_BYTES: usize = 32;
 
+/// A record (or a `partial` snapshot) for the collector: into the beacon queue, or, with a
+/// `beforeSend` hook (`hook`), to wait for it in `outgoing`. Without a collector there is
+/// nowhere to send. (A function of the fields it needs, so callers can hold other borrows.)
+fn send(beacon: &mut Option<BeaconQueue>, outgoing: &mut Vec<String>, hook: bool, json: String, t: f64) {
+    let Some(queue) = beacon.as_mut() else { return };
+    if !hook {
+        queue.push(json, t);
+        return;
+    }
+    if outgoing.len() < MAX_FINISHED {
+        outgoing.push(json);
+    } else {
+        // The facade stopped draining (measurement failed): bounded, and counted.
+        queue.dropped_one();
+    }
+}
+
+/// The running timeline `h` refers to; `None` for a stale handle (its slot's generation moved on).
+fn timeline_mut(slots: &mut [Slot], h: Handle) -> Option<&mut Timeline> {
+    let slot = slots.get_mut((h & 0xff) as usize)?;
+    if slot.generation != h >> 8 {
+        return None;
+    }
+    slot.timeline.as_mut()
+}
+
 impl Session {
     pub fn new(cfg: Config) -> Session {
-        Session { cfg, slots: Vec::new(), seq: 0, finished: Vec::new(), dropped: 0, transport: None, unloading: false }
+        let beacon = cfg.beacon.as_ref().map(|b| BeaconQueue::new(&b.sdk, &b.session));
+        Session { cfg, slots: Vec::new(), seq: 0, finished: Vec::new(), outgoing: Vec::new(), dropped: 0, beacon, unloading: false }
     }
 
     /// Starts a timeline for a request about to be sent. `url` is absolute. Returns the
@@ -70,6 +103,7 @@ impl Session {
             trace,
             trace_source,
             url: url.into(),
+            route: None,
             method: method.to_ascii_uppercase(),
             start_epoch_ms: epoch_ms,
         };
@@ -77,7 +111,7 @@ impl Session {
         self.insert(tl, t)
     }
 
-    /// Starts the record of one EventSource connection attempt (issue 4). An EventSource
+    /// Starts the record of one EventSource connection attempt. An EventSource
     /// cannot send headers: a trace context reaches the server only as a query parameter, when
     /// the app opted in (`send_trace`; `traceparent(h)` then says what to append); otherwise
     /// the record starts unlinked and takes the server's trace when one shows up (Resource
@@ -140,11 +174,12 @@ impl Session {
     }
 
     pub fn get(&mut self, h: Handle) -> Option<&mut Timeline> {
-        let slot = self.slots.get_mut((h & 0xff) as usize)?;
-        if slot.generation != h >> 8 {
-            return None;
-        }
-        slot.timeline.as_mut()
+        timeline_mut(&mut self.slots, h)
+    }
+
+    /// `get`, with the configuration alongside (for reading response headers).
+    pub fn get_with_config(&mut self, h: Handle) -> Option<(&mut Timeline, &Config)> {
+        Some((timeline_mut(&mut self.slots, h)?, &self.cfg))
     }
 
     /// The `traceparent` value to add to the request, or "" when none may be added (other
@@ -186,7 +221,7 @@ impl Session {
     /// record was queued.
     pub fn end(&mut self, h: Handle, t: f64, outcome: Outcome) -> bool {
         // Chromium aborts the page's fetches after pagehide: not an error, not the user's
-        // abort, but a stream cut by the page going away (DESIGN.md §1 `partial`).
+        // abort, but a stream cut by the page going away: the record's `partial` outcome.
         let outcome = if self.unloading && outcome != Outcome::Ok { Outcome::Partial } else { outcome };
         let Some(tl) = self.get(h) else { return false };
         tl.on_end(t, outcome);
@@ -222,9 +257,7 @@ impl Session {
         }
         let mut w = JsonWriter::new();
         record::encode(&tl, &self.cfg, &mut w);
-        if let Some(tr) = self.transport.as_mut() {
-            tr.push(w.out.clone(), t);
-        }
+        send(&mut self.beacon, &mut self.outgoing, self.cfg.before_send, w.out.clone(), t);
         if self.finished.len() >= MAX_FINISHED {
             self.finished.remove(0);
             self.dropped += 1;
@@ -232,11 +265,16 @@ impl Session {
         self.finished.push(w.out);
     }
 
+    /// Takes the records waiting for `beforeSend` (JSON object texts), oldest first.
+    pub fn take_outgoing(&mut self) -> Vec<String> {
+        core::mem::take(&mut self.outgoing)
+    }
+
     /// The page is being hidden or unloaded: queue a `partial` record (marks so far) for
     /// every running request. They keep running; if one completes later, its final record
     /// has the same id and supersedes the partial (in the queue, and at the collector).
     pub fn snapshot_running(&mut self, t: f64) {
-        if !self.cfg.sampled || self.transport.is_none() {
+        if !self.cfg.sampled || self.beacon.is_none() {
             return;
         }
         for slot in self.slots.iter_mut() {
@@ -249,9 +287,7 @@ impl Session {
             record::encode(tl, &self.cfg, &mut w);
             tl.end = end;
             tl.outcome = outcome;
-            if let Some(tr) = self.transport.as_mut() {
-                tr.push(w.out, t);
-            }
+            send(&mut self.beacon, &mut self.outgoing, self.cfg.before_send, w.out, t);
         }
     }
 

@@ -216,27 +216,10 @@ test('the app receives every event byte-for-byte as with the native EventSource'
 
 test('a server-closed stream reconnects: two records, linked, each timed against its own request', async ({ page }) => {
   const id = testId('es-reconnect');
-  const out = await page.evaluate(async (id) => {
-    const h = await import('/helpers.js');
-    const before = window.__records.length;
-    const log = [];
-    await new Promise((resolve) => {
-      const es = new EventSource(`/v1/stream?prefill_ms=50&gap_ms=10&tokens=10&test_id=${id}`);
-      let opens = 0;
-      es.onopen = () => log.push('open ' + ++opens);
-      es.onerror = () => log.push('error ' + es.readyState);
-      es.onmessage = (ev) => {
-        // The app ignores [DONE] the first time: the server ends the response, the browser
-        // reconnects (about 3 s later), and the app closes after the second answer.
-        if (ev.data === '[DONE]' && opens === 2) {
-          es.close();
-          resolve();
-        }
-      };
-    });
-    await h.waitRecord((r, i) => i >= before + 1 && r.transport === 'eventsource');
-    return { log, recs: window.__records.slice(before).filter((r) => r.transport === 'eventsource') };
-  }, id);
+  // The app ignores [DONE] the first time: the server ends the response, the browser
+  // reconnects (about 3 s later), and the app closes after the second answer (the same app
+  // code as every engine runs: pages/scenarios.js `reconnect`).
+  const out = await page.evaluate((id) => window.__scenario('reconnect', { id }).then(JSON.parse), id);
   expect(out.log).toEqual(['open 1', 'error 0', 'open 2']);
   const [a, b] = out.recs;
   expect(out.recs).toHaveLength(2);

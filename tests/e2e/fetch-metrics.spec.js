@@ -22,36 +22,16 @@ const SDK_TOL = 3;
 // 2-core machine while every statistical bound held.
 const SANITY = 150;
 
-/** Streams one chat completion through the patched global fetch, as an app would. */
+/**
+ * Streams one chat completion through the patched global fetch, as an app would (the shared
+ * app side, pages/scenarios.js `chat`): the record, the app's reads carrying answer text
+ * (`reads`: offset from the record's start and content events completed — chunks can merge
+ * when the machine is busy), what the app received, and the server's ground truth.
+ */
 async function chat(page, query, { url = '/v1/chat/completions', id = testId('chat') } = {}) {
-  const out = await page.evaluate(
-    async ({ url, query, id }) => {
-      const h = await import('/helpers.js');
-      const res = await fetch(`${url}?${query}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-test-id': id },
-        body: JSON.stringify({ model: 'default', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hi' }] }),
-      });
-      const { bytes, times, parts } = await h.readAll(res);
-      const rid = res.headers.get('x-request-id');
-      const rec = await h.waitRecord((r) => r.correlation['x-request-id'] === rid);
-      // The app's own view: when each of its reads carrying answer text resolved, as offsets
-      // from the record's start (same clock).
-      // `reads`: each read carrying answer text, with how many content events it completed
-      // (chunks can merge when the machine is busy).
-      const dec = new TextDecoder();
-      const reads = [];
-      parts.forEach((p, i) => {
-        const n = (dec.decode(p).match(/"(content|delta|text|response)":"[^"]/g) || []).length;
-        if (n) reads.push({ t: performance.timeOrigin + times[i] - rec.startEpochMs, n });
-      });
-      const app = reads.map((r) => r.t);
-      const textChars = [...new TextDecoder().decode(bytes)].length;
-      return { rec, app, reads, appFirst: app.length ? app[0] : null, chars: h.openAiChars(bytes), textChars, fnv: h.fnv1a64(bytes), n: bytes.length };
-    },
-    { url, query, id },
-  );
-  return { ...out, truth: await truth(id) };
+  const out = await page.evaluate(({ url, query, id }) => window.__scenario('chat', { url, query, id }).then(JSON.parse), { url, query, id });
+  const app = out.reads.map((r) => r.t);
+  return { ...out, app, appFirst: app.length ? app[0] : null, truth: await truth(id) };
 }
 
 for (const coi of [false, true]) {

@@ -98,44 +98,19 @@ test('network errors and aborts reject exactly like native fetch', async ({ page
   expect(out.invalid.slice(0, 2)).toEqual(out.invalid.slice(2));
 });
 
+// Abort and cancel: the same app code as every engine runs (pages/scenarios.js).
 test('abort during the stream: the read rejects with AbortError, the server sees the disconnect, record says aborted', async ({ page }) => {
   const id = testId('abort-mid');
-  const out = await page.evaluate(async (id) => {
-    const h = await import('/helpers.js');
-    const c = new AbortController();
-    const res = await fetch(`/v1/stream?tokens=200&gap_ms=20&test_id=${id}`, { signal: c.signal });
-    const reader = res.body.getReader();
-    await reader.read();
-    await reader.read();
-    c.abort();
-    let err = null;
-    try {
-      for (;;) if ((await reader.read()).done) break;
-    } catch (e) {
-      err = e.name;
-    }
-    const rec = await h.waitRecord((r) => r.url.endsWith('/v1/stream'));
-    return { err, outcome: rec.outcome };
-  }, id);
-  expect(out.err).toBe('AbortError');
-  expect(out.outcome).toBe('aborted');
-  const t = await truth(id);
+  const out = await page.evaluate((id) => window.__scenario('abort', { id, times: 1 }).then(JSON.parse), id);
+  expect(out).toEqual(['AbortError aborted']);
+  const t = await truth(`${id}-0`);
   expect(t.client_gone_at_ms).not.toBeNull();
   expect(t.content_tokens).toBeLessThan(200);
 });
 
 test('reader.cancel() reaches the server; record says aborted', async ({ page }) => {
   const id = testId('cancel');
-  const out = await page.evaluate(async (id) => {
-    const h = await import('/helpers.js');
-    const res = await fetch(`/v1/stream?tokens=200&gap_ms=20&test_id=${id}`);
-    const reader = res.body.getReader();
-    await reader.read();
-    await reader.read();
-    await reader.cancel('not interested');
-    const rec = await h.waitRecord((r) => r.url.endsWith('/v1/stream'));
-    return { outcome: rec.outcome };
-  }, id);
+  const out = await page.evaluate((id) => window.__scenario('cancel', { id }).then(JSON.parse), id);
   expect(out.outcome).toBe('aborted');
   const t = await truth(id);
   expect(t.client_gone_at_ms).not.toBeNull();
@@ -145,20 +120,10 @@ test('reader.cancel() reaches the server; record says aborted', async ({ page })
 
 test('a slow reader keeps backpressure: the wrapper never reads ahead of the app', async ({ page }) => {
   const id = testId('slow');
-  const out = await page.evaluate(async (id) => {
-    const h = await import('/helpers.js');
-    const res = await fetch(`/bytes?size=${64 * 1024 * 1024}&chunk=65536&gap_ms=0&test_id=${id}`);
-    const reader = res.body.getReader();
-    const first = await reader.read();
-    // The app stalls; the network keeps delivering (Chromium itself buffers the body).
-    await new Promise((r) => setTimeout(r, 1500));
-    await reader.cancel();
-    const rec = await h.waitRecord((r) => r.url.endsWith('/bytes'));
-    return { firstLen: first.value.length, chunks: rec.chunks, bytes: rec.bytes, outcome: rec.outcome };
-  }, id);
+  const out = await page.evaluate((id) => window.__scenario('slowReader', { id }).then(JSON.parse), id);
   const t = await truth(id);
   // Plenty was available to read ahead...
-  expect(t.body_bytes).toBeGreaterThan(8 * 1024 * 1024);
+  expect(t.body_bytes).toBeGreaterThan(2 * 1024 * 1024);
   // ...but the wrapper passed on only what the app pulled (it reads its source on demand,
   // highWaterMark 0): one chunk, not everything as tee()+drain would.
   expect(out.chunks).toBe(1);
@@ -302,24 +267,12 @@ test("duplex: 'half' stream request bodies behave as with native fetch", async (
 
 test('BYOB readers work on the wrapped body, like on the native byte stream', async ({ page }) => {
   const id = testId('byob');
-  const out = await page.evaluate(async (id) => {
-    const h = await import('/helpers.js');
-    const readByob = async (res) => {
-      const reader = res.body.getReader({ mode: 'byob' });
-      const parts = [];
-      for (;;) {
-        const { done, value } = await reader.read(new Uint8Array(1000));
-        if (done) break;
-        parts.push(...value);
-      }
-      return h.fnv1a64(Uint8Array.from(parts));
-    };
-    const wrapped = await readByob(await fetch(`/v1/stream?tokens=30&gap_ms=2&seed=1&test_id=${id}`));
-    const rec = await h.waitRecord((r) => r.url.endsWith('/v1/stream'));
-    return { wrapped, outcome: rec.outcome, tokens: rec.outputTokens };
-  }, id);
+  // The same app code as every engine runs (pages/scenarios.js `byob`).
+  const out = await page.evaluate((id) => window.__scenario('byob', { id }).then(JSON.parse), id);
   const t = await truth(id);
-  expect(out.wrapped).toBe(t.body_fnv1a64);
+  expect(out.nativeByob).toBe(true);
+  expect(out.fnv).toBe(t.body_fnv1a64);
   expect(out.outcome).toBe('ok');
-  expect(out.tokens).toBe(t.content_tokens);
+  const rec = await page.evaluate(() => window.__records.find((r) => r.url.endsWith('/v1/stream')));
+  expect(rec.outputTokens).toBe(t.content_tokens);
 });

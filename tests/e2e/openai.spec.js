@@ -40,3 +40,22 @@ test('openai-node with fetch: rum.fetch streams unchanged and is measured agains
   expect(lag(rec, rec.ttft, w[0])).toBeLessThan(20); // sanity; accuracy: fetch-metrics.spec.js
   expect(errors).toEqual([]);
 });
+
+test('openai-node meets an in-band error event: the client throws and aborts; the record says error', async ({ page }) => {
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e));
+  await page.goto(`${ORIGIN()}/openai-app/index.html`);
+  await page.waitForFunction(() => window.ready && document.getElementById('status').textContent !== 'loading');
+  const out = await page.evaluate(() => window.ready.then(() => window.askCatching('default?prefill_ms=20&gap_ms=5&tokens=40&error_at=10')));
+  // The client surfaced the server's error to the app (openai-node throws APIError on an
+  // `{"error": …}` event) and, leaving its SSE loop early, aborted the fetch.
+  expect(out.error, JSON.stringify(out)).toBe('APIError');
+  expect(out.text.length).toBeGreaterThan(0);
+  await page.waitForFunction(() => window.records.length >= 1, null, { timeout: 5000 });
+  const rec = await page.evaluate(() => window.records[window.records.length - 1]);
+  const t = await (await fetch(`${ORIGIN()}/__truth?id=${encodeURIComponent(rec.correlation['x-request-id'])}&wait_ms=5000`)).json();
+  expect(t.outcome).toBe('client_gone'); // the client ended it, not the server
+  expect(rec.outcome).toBe('error');
+  expect(rec.contentEvents).toBe(10);
+  expect(errors).toEqual([]);
+});

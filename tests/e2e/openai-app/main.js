@@ -27,3 +27,16 @@ window.ask = async (model) => {
   }
   return { text, usage };
 };
+
+/** Like ask(), but reports how the client's stream ended: { text, error } (error: its name). */
+window.askCatching = async (model) => {
+  let text = '';
+  try {
+    const stream = await window.client.chat.completions.create({ model, stream: true, messages: [{ role: 'user', content: 'Tell me about streaming.' }] });
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content || '';
+    return { text, error: null };
+  } catch (e) {
+    // (Class names are minified in the bundle: ask the client's own error class.)
+    return { text, error: e instanceof OpenAI.APIError ? 'APIError' : String(e && e.name), message: String(e && e.message) };
+  }
+};

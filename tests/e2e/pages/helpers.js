@@ -5,10 +5,12 @@
 export async function startRum(opts = {}) {
   const { init } = await import('/dist/index.js');
   window.__records = [];
+  window.__recordTimes = new Map(); // record id → performance.now() when onRecord got it
   window.__rum = await init({
     ...opts,
     onRecord: (r) => {
       window.__records.push(r);
+      window.__recordTimes.set(r.id, performance.now());
     },
   });
   return window.__rum.active;
@@ -109,7 +111,8 @@ export async function renderAnswer(kind, query, { renderOpts = {}, beforeFetch =
   const { readDeltas, makeRenderer } = await import('/demo/renderers.js');
   const loafs = [];
   const po = new PerformanceObserver((l) => loafs.push(...l.getEntries().map((e) => ({ startTime: e.startTime, duration: e.duration, renderStart: e.renderStart, paintTime: e.paintTime }))));
-  po.observe({ type: 'long-animation-frame' });
+  // Long Animation Frames are Chromium's; elsewhere observing them would only log a warning.
+  if ((PerformanceObserver.supportedEntryTypes || []).includes('long-animation-frame')) po.observe({ type: 'long-animation-frame' });
   const el = document.createElement('div');
   document.body.append(el);
   const before = window.__records.length;

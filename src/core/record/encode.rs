@@ -1,0 +1,278 @@
+//! The wire record, version 1: one finished `Timeline` → one JSON object. The keys and their
+//! types are the contract with js/index.d.ts `RumRecord` and the collector (tests/wire_contract.rs
+//! checks every key against both declarations).
+//!
+//! Key names are the contract; never add answer or prompt text here (only counts and times).
+
+use alloc::string::String;
+use crate::core::config::Config;
+use crate::core::util::hex::push_hex;
+use crate::core::util::json_write::JsonWriter;
+use crate::core::record::budgets::metric_value;
+use crate::core::record::seen::Seen;
+use crate::core::request::timeline::Timeline;
+
+fn mark(w: &mut JsonWriter, tl: &Timeline, name: &str, t: Option<f64>) {
+    w.key(name);
+    w.opt_ms(tl.rel(t));
+}
+
+/// The `serverTiming` array: the response's entries, in order.
+fn server_timing(tl: &Timeline, w: &mut JsonWriter) {
+    w.begin_array();
+    for e in &tl.server_timing {
+        w.begin_object();
+        w.key("name");
+        w.str(&e.name);
+        w.key("dur");
+        w.opt_ms(e.dur);
+        w.key("desc");
+        match &e.desc {
+            Some(d) => w.str(d),
+            None => w.null(),
+        }
+        w.end_object();
+    }
+    w.end_array();
+}
+
+/// Encodes the record. `cfg` supplies the budgets and how URLs are recorded.
+pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
+    let id = &tl.ident;
+    let seen = Seen::of(tl);
+    let w = out;
+    w.begin_object();
+    w.key("id");
+    w.str(&id.id);
+    w.key("traceId");
+    let mut hex = String::with_capacity(32);
+    push_hex(&mut hex, &id.trace.trace_id);
+    w.str(&hex);
+    w.key("spanId");
+    hex.clear();
+    push_hex(&mut hex, &id.trace.span_id);
+    w.str(&hex);
+    w.key("traceSource");
+    w.str(id.trace_source.as_str());
+    w.key("sampled");
+    w.bool(id.trace.sampled());
+    w.key("url");
+    w.str(&cfg.record_url(&id.url, id.route.as_deref()));
+    w.key("method");
+    w.str(&id.method);
+    w.key("transport");
+    w.str(tl.via.as_str());
+    w.key("reconnectOf");
+    match &tl.reconnect_of {
+        Some(r) => w.str(r),
+        None => w.null(),
+    }
+    w.key("status");
+    w.uint(tl.status as u64);
+    w.key("outcome");
+    w.str(tl.outcome.map(|o| o.as_str()).unwrap_or("partial"));
+    w.key("format");
+    w.str(tl.format());
+    w.key("understood");
+    w.bool(tl.understood());
+    w.key("complete");
+    w.bool(tl.complete());
+    w.key("startEpochMs");
+    w.ms(id.start_epoch_ms);
+
+    w.key("marks");
+    w.begin_object();
+    mark(w, tl, "interaction", tl.interaction);
+    w.key("start");
+    w.uint(0);
+    mark(w, tl, "headers", tl.headers);
+    mark(w, tl, "firstByte", tl.first_byte);
+    mark(w, tl, "firstReasoning", tl.first_reasoning);
+    mark(w, tl, "firstToken", tl.first_token);
+    mark(w, tl, "firstPaint", seen.paint.first_paint);
+    mark(w, tl, "lastToken", tl.last_token);
+    mark(w, tl, "lastPaint", seen.paint.last_paint);
+    mark(w, tl, "end", tl.end);
+    w.end_object();
+
+    w.key("ttft");
+    w.opt_ms(tl.ttft());
+    // Paint metrics: null unless an answer element was observed (and painted while visible).
+    w.key("ttfp");
+    w.opt_ms(seen.ttfp());
+    w.key("perceivedTtft");
+    w.opt_ms(seen.perceived_ttft());
+    w.key("total");
+    w.opt_ms(tl.total());
+    w.key("perceivedTotal");
+    w.opt_ms(seen.perceived_total());
+    w.key("renderDelay");
+    match seen.paint.render_delay {
+        Some(d) => {
+            w.begin_object();
+            for (k, v) in [("first", d.first), ("p50", d.p50), ("p95", d.p95), ("max", d.max)] {
+                w.key(k);
+                w.ms(v);
+            }
+            w.end_object();
+        }
+        None => w.null(),
+    }
+    w.key("buffered");
+    match seen.paint.buffered {
+        Some(b) => w.bool(b),
+        None => w.null(),
+    }
+    // The brackets' half widths (clock readings), plus the clock's own step.
+    w.key("paintErrorMs");
+    w.opt_ms(seen.paint.paint_error_ms.map(|e| e + cfg.clock_step_ms));
+
+    w.key("itl");
+    w.begin_object();
+    w.key("n");
+    w.uint(tl.itl.count() as u64);
+    for (k, q) in [("p50", 0.5), ("p95", 0.95), ("p99", 0.99)] {
+        w.key(k);
+        w.opt_ms(tl.itl.quantile(q));
+    }
+    w.key("max");
+    w.opt_ms(tl.itl.max());
+    w.end_object();
+
+    w.key("tpot");
+    w.opt_ms(tl.tpot());
+
+    let s = seen.stalls();
+    w.key("stalls");
+    w.begin_object();
+    w.key("count");
+    w.uint(s.count as u64);
+    w.key("totalMs");
+    w.ms(s.total_ms);
+    w.key("longestMs");
+    w.ms(s.longest_ms);
+    w.key("network");
+    w.uint(s.network as u64);
+    w.key("render");
+    w.uint(s.render as u64);
+    w.end_object();
+
+    let (tokens, from_usage) = tl.output_tokens();
+    w.key("outputTokens");
+    w.uint(tokens as u64);
+    w.key("outputTokensSource");
+    w.str(if from_usage { "usage" } else { "events" });
+    w.key("chars");
+    w.uint(tl.content.content_chars as u64);
+    w.key("reasoningChars");
+    w.uint(tl.content.reasoning_chars as u64);
+    w.key("contentEvents");
+    w.uint(tl.content.content_events as u64);
+    w.key("chunks");
+    w.uint(tl.chunks as u64);
+    w.key("bytes");
+    w.uint(tl.bytes);
+
+    w.key("serverTiming");
+    if !tl.server_timing_seen {
+        w.null();
+    } else {
+        server_timing(tl, w);
+    }
+
+    // TTFT split into the server's stages and everything else (network, TLS, proxies, client).
+    w.key("ttftSplit");
+    match (tl.ttft(), tl.server_ms()) {
+        (Some(ttft), Some(server)) => {
+            w.begin_object();
+            w.key("server");
+            w.ms(server);
+            w.key("network");
+            w.ms(ttft - server);
+            w.end_object();
+        }
+        _ => w.null(),
+    }
+
+    w.key("correlation");
+    w.begin_object();
+    for (k, v) in &tl.correlation {
+        w.key(k);
+        w.str(v);
+    }
+    w.end_object();
+
+    w.key("stallList");
+    w.begin_array();
+    for st in &s.list {
+        w.begin_object();
+        w.key("start");
+        w.ms(st.start);
+        w.key("dur");
+        w.ms(st.dur);
+        w.key("cause");
+        w.str(st.cause.as_str());
+        w.key("blame");
+        match seen.blame_for(st) {
+            Some(b) => {
+                w.begin_object();
+                w.key("invoker");
+                w.str(&b.invoker);
+                w.key("source");
+                w.str(&b.source);
+                w.key("scriptMs");
+                w.ms(b.script_ms);
+                w.end_object();
+            }
+            None => w.null(),
+        }
+        w.end_object();
+    }
+    w.end_array();
+
+    w.key("budgetBreaches");
+    w.begin_array();
+    for b in &cfg.budgets {
+        if let Some(v) = metric_value(tl, &seen, &b.metric) {
+            if v > b.limit {
+                w.begin_object();
+                w.key("metric");
+                w.str(&b.metric);
+                w.key("limit");
+                w.ms(b.limit);
+                w.key("value");
+                w.ms(v);
+                w.end_object();
+            }
+        }
+    }
+    w.end_array();
+
+    w.key("hidden");
+    w.bool(tl.hidden());
+    w.key("userMarks");
+    w.begin_object();
+    for (k, t) in &tl.user_marks {
+        w.key(k);
+        w.ms(t - tl.start);
+    }
+    w.end_object();
+    // Per-stage durations: each mark minus the previous one in time (the first: minus start),
+    // so `{retrieval: 120, rerank: 30}` reads as the stages that ended at those marks.
+    w.key("userStages");
+    w.begin_object();
+    let mut order: alloc::vec::Vec<&(String, f64)> = alloc::vec::Vec::with_capacity(tl.user_marks.len());
+    for m in &tl.user_marks {
+        // ≤ 32 marks: insertion keeps them in time order (stable for equal times).
+        let at = order.iter().position(|o| o.1 > m.1).unwrap_or(order.len());
+        order.insert(at, m);
+    }
+    let mut prev = tl.start;
+    for (k, t) in order {
+        w.key(k);
+        w.ms(t - prev);
+        prev = *t;
+    }
+    w.end_object();
+    w.end_object();
+}

@@ -1,0 +1,91 @@
+//! What the person saw, as the record reports it (`firstPaint`, `lastPaint`, `ttfp`,
+//! `perceivedTtft`, `perceivedTotal`, `renderDelay`, `buffered`, paint stalls): the
+//! `PaintTracker`'s result with the visibility rule applied, and Long Animation Frame blame
+//! for render stalls.
+//!
+//! Visibility rule: a paint time is reported only if the page had not been hidden by then.
+//! Browsers do not run rendering for hidden pages (HTML §8.1.7.3 "update the rendering"
+//! skips unrendered documents), so frames after a hide are frames nobody waited for; a
+//! record whose last paint came after the page was hidden reports its first paint (it was
+//! seen) but no `lastPaint`, `perceivedTotal` or `renderDelay`.
+
+use crate::core::paint::PaintResult;
+use crate::core::request::timeline::Timeline;
+use crate::core::stalls::{Blame, Stall, StallCause, Stalls};
+
+/// A finished (or snapshotted) timeline's paint metrics, as its record reports them.
+pub struct Seen<'a> {
+    tl: &'a Timeline,
+    /// The tracker's result with the visibility rule applied (all `None` when no element was
+    /// observed or nothing was painted while visible). Absolute `performance.now()` times.
+    pub paint: PaintResult,
+}
+
+impl<'a> Seen<'a> {
+    pub fn of(tl: &'a Timeline) -> Seen<'a> {
+        let r = tl.paint.result();
+        let hidden_at = tl.paint.hidden_at();
+        let visible = |t: &f64| hidden_at.is_none_or(|h| *t <= h);
+        let first_paint = r.first_paint.filter(visible).filter(|_| tl.observed);
+        // Hidden before the end of the answer was painted: its last paint was never seen
+        // (the tracker's fallback — the last paint before the final arrival — would pass
+        // for it).
+        let last_paint = first_paint
+            .and(r.last_paint)
+            .filter(visible)
+            .filter(|_| hidden_at.is_none() || tl.paint.final_paint_seen());
+        let paint = PaintResult {
+            first_paint,
+            last_paint,
+            render_delay: last_paint.and(r.render_delay),
+            buffered: first_paint.and(r.buffered),
+            paint_error_ms: first_paint.and(r.paint_error_ms),
+            ..r
+        };
+        Seen { tl, paint }
+    }
+
+    /// The stalls to report: as seen on screen once a paint was reported, else between
+    /// content arrivals (the record's `stalls`: gaps the person could see).
+    pub fn stalls(&self) -> &'a Stalls {
+        if self.paint.first_paint.is_some() {
+            self.tl.paint.stalls()
+        } else {
+            &self.tl.stalls
+        }
+    }
+
+    /// The long frame that overlapped a render stall most, if any.
+    pub fn blame_for(&self, s: &Stall) -> Option<&'a Blame> {
+        if s.cause != StallCause::Render {
+            return None;
+        }
+        let start = self.tl.start;
+        let (a, b) = (start + s.start, start + s.start + s.dur);
+        self.tl
+            .blames
+            .iter()
+            .map(|x| (x, x.end.min(b) - x.start.max(a)))
+            .filter(|(_, overlap)| *overlap > 0.0)
+            .max_by(|x, y| x.1.total_cmp(&y.1))
+            .map(|(x, _)| x)
+    }
+
+    /// `ttfp`: first paint − start.
+    pub fn ttfp(&self) -> Option<f64> {
+        since(self.paint.first_paint, self.tl.start)
+    }
+    /// `perceivedTtft`: first paint − (interaction ?? start).
+    pub fn perceived_ttft(&self) -> Option<f64> {
+        since(self.paint.first_paint, self.tl.interaction.unwrap_or(self.tl.start))
+    }
+    /// `perceivedTotal`: last paint − (interaction ?? start).
+    pub fn perceived_total(&self) -> Option<f64> {
+        since(self.paint.last_paint, self.tl.interaction.unwrap_or(self.tl.start))
+    }
+}
+
+/// `t` as an offset from `origin`.
+fn since(t: Option<f64>, origin: f64) -> Option<f64> {
+    t.map(|t| t - origin)
+}

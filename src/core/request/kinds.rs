@@ -1,0 +1,81 @@
+//! Closed sets a request's record reports by name: how it ended (`outcome`), where its trace
+//! id came from (`traceSource`), which browser API carried it (`transport`).
+
+/// How the request ended. `Partial` = the page was hidden/unloaded while it still ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    Aborted,
+    Error,
+    Partial,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Aborted => "aborted",
+            Outcome::Error => "error",
+            Outcome::Partial => "partial",
+        }
+    }
+    /// How an EventSource attempt ended, before `Timeline::on_end` judges completeness: the
+    /// app's `close()` is the user's abort, a dropped connection an error (either becomes `Ok`
+    /// when the stream's end marker had arrived).
+    pub fn eventsource_end(closed_by_app: bool) -> Outcome {
+        if closed_by_app {
+            Outcome::Aborted
+        } else {
+            Outcome::Error
+        }
+    }
+    /// The code the JS glue passes (kept numeric so no string crosses per request end).
+    pub fn from_code(code: u32) -> Outcome {
+        match code {
+            0 => Outcome::Ok,
+            1 => Outcome::Aborted,
+            3 => Outcome::Partial,
+            _ => Outcome::Error,
+        }
+    }
+}
+
+/// Where the record's trace id came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceSource {
+    /// We generated it and sent it in `traceparent`.
+    Propagated,
+    /// The app set its own `traceparent`; we adopted it.
+    App,
+    /// Nothing was sent (cross-origin, not allow-listed); the server reported its trace.
+    Server,
+    /// Nothing was sent and the server reported nothing: the ids link to nothing.
+    None,
+}
+
+impl TraceSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TraceSource::Propagated => "propagated",
+            TraceSource::App => "app",
+            TraceSource::Server => "server",
+            TraceSource::None => "none",
+        }
+    }
+}
+
+/// Which browser API carried the request (`record.transport`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Via {
+    Fetch,
+    EventSource,
+}
+
+impl Via {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::Fetch => "fetch",
+            Via::EventSource => "eventsource",
+        }
+    }
+}

@@ -1,0 +1,356 @@
+// Every engine: the scenarios that matter, run in Chromium (Playwright), Firefox ESR
+// (geckodriver) and WebKitGTK — Safari's engine — (WebKitWebDriver under Xvfb) against the
+// scripted server. One scenario set: the app side is tests/e2e/pages/scenarios.js, called the
+// same way through every driver (tests/e2e/engines.js); the checks below run here, against the
+// server's recorded send times, with the per-engine tolerances stated in ENGINE.
+//
+// Figures: one `engine <name> …` line per check (grep '^engine ' in the run's output), and
+// test-results/engines.json with the per-engine summary (ttft/total error vs the server,
+// first-paint error, render delay p95, the support facts).
+import { test, expect } from '@playwright/test';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ORIGIN, testId, truth, percentile, contentWrites, gaps, lag } from './util.js';
+import { startCollector } from './server.js';
+import { openWebDriver, playwrightEngine, missing } from './engines.js';
+
+const FRAME = 1000 / 60;
+// Per engine: `step` the performance.now() tick a page sees (Chromium coarsens to 100 µs on a
+// page that is not cross-origin isolated; Firefox and WebKit to 1 ms), asserted against what
+// the page measures; `lag` the bound on the median delivery lag (server write → the page's
+// read), one step more where marks are floored to 1 ms; `frame` the bound on "painted in the
+// next frame": one 60 Hz frame plus scheduling slack (20 ms, paint.spec.js) plus the two clock
+// readings of a 1 ms clock. WebKitGTK (under Xvfb) paints on a 60 Hz timer and a newly inserted
+// answer element was seen to take a second frame (first paint 23 ms after its token, once in
+// several runs): two frames there.
+const ENGINE = {
+  chromium: { step: 0.1, lag: 3, frame: 20 },
+  firefox: { step: 1, lag: 4, frame: 22 },
+  webkit: { step: 1, lag: 4, frame: 2 * FRAME + 2 },
+};
+// A single delivery can wait for scheduling (fetch-metrics.spec.js: 66 ms seen once in CI).
+const SANITY = 150;
+const ENGINES = (process.env.RUM_ENGINES || 'chromium,firefox,webkit').split(',');
+
+const summary = {};
+const note = (engine, key, value) => {
+  (summary[engine] ||= {})[key] = value;
+  console.log(`engine ${engine} ${key}=${JSON.stringify(value)}`);
+};
+test.afterAll(() => {
+  fs.mkdirSync('test-results', { recursive: true });
+  const file = 'test-results/engines.json';
+  const old = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : {};
+  fs.writeFileSync(file, JSON.stringify({ ...old, ...summary }, null, 1));
+});
+const stat = (xs) => ({ median: +percentile(xs, 0.5).toFixed(2), max: +Math.max(...xs).toFixed(2), maxAbs: +Math.max(...xs.map(Math.abs)).toFixed(2), n: xs.length });
+
+for (const engine of ENGINES) {
+  test.describe(engine, () => {
+    // In order, one browser per engine (a failure restarts the worker, and with it the browser).
+    test.describe.configure({ timeout: 120_000 });
+    const tol = ENGINE[engine];
+    let b;
+    let collector;
+    let dir;
+
+    /** A fresh blank page with the SDK started; nothing in its console afterwards. */
+    async function fresh(opts = {}) {
+      await b.goto(`${ORIGIN()}/blank.html`);
+      await b.waitFor('window.llmRum !== undefined && window.__scenario !== undefined');
+      expect(await b.scenario('start', opts)).toBe(true);
+    }
+    const consoleOf = () => b.evaluate('window.__console || []');
+
+    test.beforeAll(async () => {
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), `llm-rum-${engine}-`));
+      const alt = ORIGIN().replace('127.0.0.1', 'localhost');
+      collector = await startCollector(['--db', path.join(dir, 'rum.db'), '--allow-origin', ORIGIN(), '--allow-origin', alt, '--rate-limit', '0']);
+    });
+    if (engine === 'chromium') {
+      test.beforeAll(async ({ browser }) => {
+        b = playwrightEngine(await browser.newPage());
+      });
+    } else {
+      test.beforeAll(async () => {
+        // A missing engine is a failure, not a skip: scripts/setup.sh installs all three.
+        expect(missing(engine), `${engine} is installed (scripts/setup.sh)`).toEqual([]);
+        b = await openWebDriver(engine);
+      });
+    }
+    test.afterAll(async () => {
+      if (b) await b.quit();
+      if (collector) await collector.stop();
+      if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    });
+    test.afterEach(async () => {
+      // Nothing in the page's console: no uncaught error, unhandled rejection or warning.
+      if (b) expect(await consoleOf().catch(() => [])).toEqual([]);
+    });
+
+    test('the engine: clock step, byte streams, entry types (the support table)', async () => {
+      await fresh();
+      const env = await b.scenario('env');
+      note(engine, 'env', { ua: env.ua, step: +env.step.toFixed(3), byteStreams: env.byteStreams, loaf: env.loaf, entryTypes: env.entryTypes });
+      expect(env.step).toBeGreaterThan(tol.step * 0.5);
+      expect(env.step).toBeLessThan(tol.step * 1.5);
+      if (engine !== 'webkit') expect(env.byteStreams).toBe(true);
+      expect(env.loaf).toBe(engine === 'chromium');
+    });
+
+    test('ttft, total, itl and the scripted stall against the server send times', async () => {
+      await fresh();
+      // Warm-up: the keep-alive connection, the wasm tier-up; not measured.
+      await b.scenario('chat', { query: 'prefill_ms=5&gap_ms=5&tokens=5', id: testId(`${engine}-warm`) });
+      const ttftErr = [];
+      const totalErr = [];
+      const tokenLag = [];
+      for (let run = 0; run < 4; run++) {
+        const id = testId(`${engine}-chat`);
+        const out = await b.scenario('chat', { query: `prefill_ms=150&gap_ms=20&jitter_ms=5&seed=${run + 1}&tokens=40&stall_at=20&stall_ms=300&usage=1`, id });
+        const t = await truth(id);
+        const { rec, reads } = out;
+        const writes = contentWrites(t);
+        expect(writes).toHaveLength(40);
+        expect([rec.outcome, rec.format, rec.complete]).toEqual(['ok', 'openai-chat', true]);
+        expect(out.n).toBe(t.body_bytes);
+        expect(out.fnv).toBe(t.body_fnv1a64);
+        expect(rec.bytes).toBe(t.body_bytes);
+        expect(rec.chars).toBe(out.chars);
+        expect(rec.outputTokens).toBe(t.content_tokens);
+        expect(rec.traceId).toBe(t.trace_id);
+
+        // The SDK's stamps against the app's own reads of the same chunks: never later (it
+        // stamps as the chunk passes through; one clock step of rounding), within 3 ms.
+        const arrival = reads.flatMap((r) => Array(r.n).fill(r.t));
+        expect(arrival).toHaveLength(40);
+        const app = reads.map((r) => r.t);
+        expect(rec.ttft).toBeLessThanOrEqual(app[0] + tol.step + 0.01);
+        expect(Math.abs(rec.ttft - app[0])).toBeLessThan(3);
+        expect(Math.abs(rec.total - app[app.length - 1])).toBeLessThan(3);
+
+        // Against the server's writes on the shared wall clock. A page clock floored to
+        // `step` can read up to one step early.
+        const lags = writes.map((w, i) => rec.startEpochMs + arrival[i] - w.epoch);
+        tokenLag.push(...lags);
+        expect(Math.min(...lags)).toBeGreaterThan(-(tol.step + 0.5));
+        expect(percentile(lags, 0.5)).toBeLessThan(tol.lag);
+        expect(Math.max(...lags)).toBeLessThan(SANITY);
+        ttftErr.push(lag(rec, rec.ttft, writes[0]));
+        totalErr.push(lag(rec, rec.total, writes[39]));
+        const jitter = Math.max(...lags) - Math.min(...lags);
+        const sent = gaps(writes.map((w) => w.t_ms));
+        for (const [k, q] of [['p50', 0.5], ['p95', 0.95]]) {
+          const exact = percentile(sent, q);
+          expect(Math.abs(rec.itl[k] - exact), `itl.${k} ${rec.itl[k]} vs the server's ${exact}`).toBeLessThan(Math.max(tol.lag, jitter) + 0.01 * exact + tol.step);
+        }
+        expect(rec.stalls.count).toBe(1);
+        expect(rec.stalls.network).toBe(1);
+        expect(Math.abs(rec.stallList[0].dur - sent[19])).toBeLessThan(Math.max(tol.lag, jitter) + tol.step);
+      }
+      note(engine, 'ttftError', stat(ttftErr));
+      note(engine, 'totalError', stat(totalErr));
+      note(engine, 'tokenLag', stat(tokenLag));
+      for (const e of [...ttftErr, ...totalErr]) expect(e).toBeGreaterThan(-(tol.step + 0.5));
+      expect(percentile(ttftErr, 0.5)).toBeLessThan(tol.lag);
+      expect(percentile(totalErr, 0.5)).toBeLessThan(tol.lag);
+    });
+
+    test('bytes identical through the wrapper and its clone(); BYOB readers where the engine has them', async () => {
+      await fresh({ match: ['/bytes', '/v1/'] });
+      const ids = [testId(`${engine}-bytes`), testId(`${engine}-sse`), testId(`${engine}-clone`)];
+      const out = await b.scenario('bytes', { ids });
+      const [tb, ts, tc] = [await truth(ids[0]), await truth(ids[1]), await truth(ids[2])];
+      expect(out.clone).toEqual({ a: tc.body_fnv1a64, b: tc.body_fnv1a64, url: true, type: 'text/event-stream; charset=utf-8' });
+      expect(out.binN).toBe(300000);
+      expect(out.bin).toBe(tb.body_fnv1a64);
+      expect(out.nat).toBe(out.bin);
+      expect(out.sse).toBe(ts.body_fnv1a64);
+      expect(out.recBytes).toEqual([300000, ts.body_bytes]);
+      const id = testId(`${engine}-byob`);
+      const by = await b.scenario('byob', { id });
+      note(engine, 'byob', by.nativeByob);
+      // As native: a BYOB reader where the native body gives one, the same refusal where not.
+      if (by.nativeByob) {
+        expect(by.fnv).toBe((await truth(id)).body_fnv1a64);
+        expect(by.outcome).toBe('ok');
+      } else {
+        expect(by.error).toBe('TypeError');
+      }
+    });
+
+    test('abort mid-stream and reader.cancel() reach the server; records say aborted', async () => {
+      await fresh();
+      const a = testId(`${engine}-abort`);
+      expect(await b.scenario('abort', { id: a, times: 6 })).toEqual(Array(6).fill('AbortError aborted'));
+      const ta = await truth(`${a}-5`);
+      expect(ta.client_gone_at_ms).not.toBeNull();
+      expect(ta.content_tokens).toBeLessThan(200);
+      await fresh();
+      const c = testId(`${engine}-cancel`);
+      expect(await b.scenario('cancel', { id: c })).toEqual({ outcome: 'aborted' });
+      const tc = await truth(c);
+      expect(tc.client_gone_at_ms).not.toBeNull();
+      expect(tc.client_gone_at_ms).toBeLessThan(2000);
+    });
+
+    test('a slow reader keeps backpressure (byte stream or default-stream fallback)', async () => {
+      await fresh({ match: ['/bytes'] });
+      const id = testId(`${engine}-slow`);
+      const out = await b.scenario('slowReader', { id });
+      const t = await truth(id);
+      expect(t.body_bytes).toBeGreaterThan(2 * 1024 * 1024); // plenty was there to read ahead
+      expect([out.chunks, out.bytes, out.outcome]).toEqual([1, out.firstLen, 'aborted']);
+    });
+
+    test('first paint and render delay: streamed and buffered renderers', async () => {
+      await fresh();
+      const q = 'prefill_ms=80&gap_ms=30&tokens=40';
+      await b.scenario('paint', { kind: 'streamed', query: 'prefill_ms=5&gap_ms=5&tokens=5' }); // warm-up
+      // Each answer within the single-delivery sanity bound (frames slip on this shared
+      // machine under load: 54 ms seen in WebKit, 97 ms once in Chromium while other builds
+      // ran); the medians of 5 answers within `frame`.
+      const SLIP = SANITY;
+      const fp = [];
+      const p95 = [];
+      const errs = [];
+      for (let run = 0; run < 5; run++) {
+        const { rec } = await b.scenario('paint', { kind: 'streamed', query: q });
+        const m = rec.marks;
+        expect(rec.outcome).toBe('ok');
+        expect(m.firstPaint).not.toBeNull();
+        expect(m.firstPaint).toBeGreaterThanOrEqual(m.firstToken);
+        expect(m.lastPaint).toBeGreaterThanOrEqual(m.lastToken);
+        // The bracket's half width plus the clock step: at least the step; usually under a
+        // frame, but a bracket spans the whole rendering update, which WebKitGTK's software
+        // rendering under Xvfb can stretch on a loaded machine (21.5 ms seen once).
+        expect(rec.paintErrorMs).toBeGreaterThanOrEqual(tol.step);
+        expect(rec.paintErrorMs).toBeLessThanOrEqual(SLIP);
+        errs.push(rec.paintErrorMs);
+        fp.push(m.firstPaint - m.firstToken);
+        p95.push(rec.renderDelay.p95);
+        expect(m.firstPaint - m.firstToken).toBeLessThanOrEqual(SLIP);
+        expect(rec.renderDelay.p95).toBeLessThanOrEqual(SLIP);
+        expect(rec.buffered).toBe(false);
+      }
+      note(engine, 'firstPaintAfterToken', stat(fp));
+      note(engine, 'streamedRenderDelayP95', stat(p95));
+      note(engine, 'paintErrorMs', stat(errs));
+      expect(percentile(errs, 0.5)).toBeLessThanOrEqual(FRAME);
+      expect(percentile(fp, 0.5)).toBeLessThanOrEqual(tol.frame);
+      expect(percentile(p95, 0.5)).toBeLessThanOrEqual(tol.frame);
+      const { rec } = await b.scenario('paint', { kind: 'buffered', query: q });
+      const m = rec.marks;
+      expect(m.firstPaint - m.lastToken).toBeGreaterThanOrEqual(0);
+      expect(m.firstPaint - m.lastToken).toBeLessThanOrEqual(SLIP);
+      expect(rec.buffered).toBe(true);
+      expect(rec.renderDelay.first).toBeGreaterThan(1000);
+      note(engine, 'bufferedFirstPaintAfterLastToken', +(m.firstPaint - m.lastToken).toFixed(2));
+    });
+
+    test('EventSource: timing against the server, named events, Resource Timing or its absence', async () => {
+      await fresh();
+      await b.scenario('eventSource', { url: `/v1/stream?prefill_ms=5&gap_ms=5&tokens=5&test_id=${testId('warm')}` });
+      const id = testId(`${engine}-es`);
+      const out = await b.scenario('eventSource', { url: `/v1/stream?prefill_ms=150&gap_ms=20&tokens=30&stall_at=15&stall_ms=300&test_id=${id}` });
+      const t = await truth(id);
+      const { rec, app } = out;
+      const writes = contentWrites(t);
+      expect([rec.transport, rec.outcome, rec.complete, rec.format, rec.contentEvents]).toEqual(['eventsource', 'ok', true, 'openai-chat', 30]);
+      expect(rec.chunks).toBe(out.chunks);
+      expect(app).toHaveLength(30);
+      expect(rec.ttft).toBeLessThanOrEqual(app[0] + tol.step + 0.01);
+      const lags = writes.map((w, i) => rec.startEpochMs + app[i] - w.epoch);
+      expect(Math.min(...lags)).toBeGreaterThan(-(tol.step + 0.5));
+      expect(percentile(lags, 0.5)).toBeLessThan(tol.lag);
+      expect(lag(rec, rec.ttft, writes[0])).toBeLessThan(SANITY);
+      expect(rec.stalls.count).toBe(1);
+      note(engine, 'eventSourceTokenLag', stat(lags));
+      note(engine, 'eventSourceServerTiming', rec.serverTiming === null ? null : rec.serverTiming.map((e) => e.name));
+      note(engine, 'eventSourceRecordHeldMs', +out.heldMs.toFixed(1));
+      if (rec.serverTiming === null) {
+        // No Resource Timing entry for an EventSource in this engine: the record says so and
+        // is not held waiting for one.
+        expect(out.heldMs).toBeLessThan(100);
+      } else {
+        expect(rec.serverTiming.map((e) => e.name)).toContain('queue');
+        expect(rec.traceId).toBe(t.trace_id);
+      }
+
+      // Named events (Anthropic's), seen through the app's own listeners.
+      const types = ['message_start', 'content_block_start', 'ping', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop', 'error'];
+      const named = await b.scenario('eventSource', { url: `/v1/stream?format=anthropic&prefill_ms=20&gap_ms=3&tokens=30&test_id=${testId('es-named')}`, types, closeOn: 'message_stop' });
+      expect([named.rec.format, named.rec.contentEvents, named.rec.complete, named.rec.outcome]).toEqual(['anthropic', 30, true, 'ok']);
+    });
+
+    test('EventSource reconnect: two linked records', async () => {
+      await fresh();
+      const id = testId(`${engine}-reconnect`);
+      const out = await b.scenario('reconnect', { id });
+      expect(out.log).toEqual(['open 1', 'error 0', 'open 2']);
+      const [a, c] = out.recs;
+      expect(out.recs).toHaveLength(2);
+      expect(a.reconnectOf).toBeNull();
+      expect(c.reconnectOf).toBe(a.id);
+      expect([a.outcome, a.complete, c.outcome, c.complete]).toEqual(['ok', true, 'ok', true]);
+      const truths = await (await fetch(`${ORIGIN()}/__truth?test_id=${id}&all=1&wait_ms=5000`)).json();
+      expect(truths).toHaveLength(2);
+      for (const [rec, t] of [[a, truths[0]], [c, truths[1]]]) {
+        const writes = contentWrites(t);
+        expect(rec.contentEvents).toBe(10);
+        expect(lag(rec, rec.ttft, writes[0])).toBeGreaterThan(-(tol.step + 0.5));
+        expect(lag(rec, rec.ttft, writes[0])).toBeLessThan(SANITY);
+      }
+    });
+
+    test('an in-band error event, then the client aborts: outcome error, every format', async () => {
+      await fresh({ match: '/v1/' });
+      const cases = [
+        ['openai-chat', 'error'],
+        ['openai-responses', 'error'],
+        ['openai-responses', 'failed'],
+        ['anthropic', 'error'],
+        ['ai-sdk-ui', 'error'],
+        ['ndjson', 'error'],
+      ];
+      for (const [format, kind] of cases) {
+        const out = await b.scenario('errorThenAbort', { query: `format=${format}&prefill_ms=20&gap_ms=5&tokens=40&error_at=5&error_kind=${kind}` });
+        expect(out, `${format} ${kind}`).toEqual({ outcome: 'error', format, sawError: true });
+      }
+    });
+
+    test('beacons arrive at the collector', async () => {
+      const c = collector.origins[0];
+      await fresh({ collector: `${c}/v1/rum` });
+      const { ids } = await b.scenario('beacons', { n: 3 });
+      expect(ids).toHaveLength(3);
+      const t0 = Date.now();
+      let got;
+      for (;;) {
+        const s = await (await fetch(`${c}/api/summary`)).json();
+        got = (s.outcomes || {}).ok || 0;
+        if (got >= 3 || Date.now() - t0 > 15_000) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(got).toBe(3);
+    });
+
+    test('the demo page loads and answers with no script error', async () => {
+      const c = collector.origins[0];
+      await b.goto(`${ORIGIN()}/demo/index.html?collector=${encodeURIComponent(c + '/v1/rum')}&dashboard=${encodeURIComponent(c + '/')}`);
+      await b.waitFor('window.demo !== undefined');
+      await b.evaluate('window.demo.ready.then(() => true)');
+      await b.click('#ask');
+      await b.waitFor('window.demo.history.length > 0', 60_000);
+      const last = await b.evaluate('window.demo.history[window.demo.history.length - 1].records');
+      for (const kind of ['streamed', 'buffered', 'throttled', 'janky']) {
+        expect(last[kind].outcome, kind).toBe('ok');
+        expect(last[kind].marks.firstPaint, kind).not.toBeNull();
+        expect(last[kind].marks.interaction, kind).not.toBeNull();
+      }
+      expect(await b.evaluate('window.demoErrors')).toEqual([]);
+      expect(await b.evaluate('[...document.querySelectorAll(".status")].map((e) => e.textContent).filter((t) => t.startsWith("error"))')).toEqual([]);
+    });
+  });
+}
