@@ -78,7 +78,8 @@ fn load() -> String {
 
 pub fn run(a: &Args, rt: &tokio::runtime::Runtime) {
     let n: u64 = a.num("--fill", "1000000");
-    let window_s: f64 = a.num::<f64>("--window", "3600").clamp(60.0, 23.0 * 3600.0);
+    // Up to 29 days: inside the collector's default 30-day retention, so nothing is deleted.
+    let window_s: f64 = a.num::<f64>("--window", "3600").clamp(60.0, 29.0 * 86_400.0);
     let reads_only = a.0.iter().any(|x| x == "--reads-only");
     let keep = a.0.iter().any(|x| x == "--keep") || reads_only;
     let dir = temp_dir("fill");
@@ -238,6 +239,8 @@ async fn reads(a: &Args, addr: SocketAddr, from: f64, to: f64) {
     let from_m = (from / 60_000.0).floor() * 60_000.0;
     let w = format!("from={from_m}");
     let odd = format!("from={}&to={}", from + 12_345.5, to - 54_321.25);
+    // The longest window the dashboard offers (30 days, whole minutes), whatever the fill's.
+    let d30 = format!("from={}", ((to - 30.0 * 86_400_000.0) / 60_000.0).floor() * 60_000.0);
     let list: Vec<(&str, String)> = vec![
         ("summary", format!("/api/summary?{w}")),
         ("summary-route", format!("/api/summary?{w}&route=/v1/chat/completions")),
@@ -245,6 +248,10 @@ async fn reads(a: &Args, addr: SocketAddr, from: f64, to: f64) {
         ("summary-odd-window", format!("/api/summary?{odd}")),
         ("timeseries", format!("/api/timeseries?metric=perceivedTtft&q=0.95&bucket=60&{w}")),
         ("histogram", format!("/api/histogram?metrics=ttft,perceivedTtft&bins=40&{w}")),
+        ("summary-30d", format!("/api/summary?{d30}")),
+        ("summary-30d-route", format!("/api/summary?{d30}&route=/v1/chat/completions")),
+        ("timeseries-30d", format!("/api/timeseries?metric=perceivedTtft&q=0.95&bucket=3600&{d30}")),
+        ("histogram-30d", format!("/api/histogram?metrics=ttft,perceivedTtft&bins=40&{d30}")),
         ("alerts", "/api/alerts".to_string()),
     ];
     println!("reads over [{from_m:.0}, now) — load average {}:", load());
