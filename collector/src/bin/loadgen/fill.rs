@@ -9,7 +9,9 @@
 //!   llm-rum-loadgen --reads-only --db /tmp/1m.db --window 3600 [--collector OLD_BINARY]
 //!
 //! `--reads a,b` picks reads (names as printed), `--read-cap S` gives up on one read after S
-//! seconds (for collectors that take minutes), `--runs R` repeats each read.
+//! seconds (for collectors that take minutes), `--runs R` repeats each read. `--exact` then
+//! compares the summary's percentiles with the exact nearest-rank ones computed here from the
+//! stored records (the rollups' error, measured: documented bound 1 %).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -121,6 +123,9 @@ pub fn run(a: &Args, rt: &tokio::runtime::Runtime) {
         );
     }
     rt.block_on(reads(a, addr, from, window_end));
+    if a.0.iter().any(|x| x == "--exact") {
+        rt.block_on(exact(addr, &db, from));
+    }
     let _ = child.kill();
     let _ = child.wait();
     if !keep {
@@ -306,4 +311,46 @@ async fn reads(a: &Args, addr: SocketAddr, from: f64, to: f64) {
             body["lastEvaluationMs"].as_f64().map_or("not reported".into(), |v| format!("{v:.1} ms"))
         );
     }
+}
+
+/// The summary's percentiles against the exact ones over the same records (the dashboard's
+/// window): the largest relative error per metric, which the sketch bounds at 1 %.
+async fn exact(addr: SocketAddr, db: &std::path::Path, from: f64) {
+    let from_m = (from / 60_000.0).floor() * 60_000.0;
+    let (_, status, s) = timed(addr, &format!("/api/summary?from={from_m}"), Duration::from_secs(600)).await;
+    let c = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).expect("open db");
+    let t = Instant::now();
+    let mut worst = (0.0f64, String::new());
+    let mut line = Vec::new();
+    for (metric, column) in [("ttft", "ttft"), ("perceivedTtft", "perceived_ttft"), ("total", "total"), ("itl.p95", "itl_p95")] {
+        let mut st = c
+            .prepare(&format!("SELECT {column} FROM records WHERE start_ms >= ?1 AND {column} IS NOT NULL"))
+            .expect("prepare");
+        let mut v: Vec<f64> = st
+            .query_map([from_m], |r| r.get::<_, f64>(0))
+            .expect("query")
+            .map(|x| x.expect("row"))
+            .collect();
+        v.sort_by(f64::total_cmp);
+        let mut max_rel = 0.0f64;
+        for (k, q) in [("p50", 0.5), ("p75", 0.75), ("p95", 0.95), ("p99", 0.99)] {
+            let (Some(want), Some(got)) = (llm_rum_collector::query::percentile(&v, q), s["metrics"][metric][k].as_f64())
+            else {
+                continue;
+            };
+            let rel = (got - want).abs() / want.abs().max(1e-9);
+            max_rel = max_rel.max(rel);
+            if rel > worst.0 {
+                worst = (rel, format!("{metric} {k}: {got:.3} vs exact {want:.3}"));
+            }
+        }
+        line.push(format!("{metric} {:.3} % (n {})", max_rel * 100.0, v.len()));
+    }
+    println!(
+        "  {:<20} HTTP {status} largest relative error of p50/p75/p95/p99 vs exact: {}; worst {} (exact computed in {:.0} s)",
+        "exact",
+        line.join(", "),
+        worst.1,
+        t.elapsed().as_secs_f64()
+    );
 }
