@@ -68,7 +68,13 @@ export interface RumOptions {
    * unknown parameters breaks. `EventSource.url` still shows the app's own URL.
    */
   traceparentQueryParam?: string | null;
-  /** Called with every finished record (same shape as in the beacon). Exceptions are contained. */
+  /**
+   * Called with every finished record (same shape as in the beacon). Exceptions are contained.
+   * A record finishes when the core is done with it, not always at body end: with an answer
+   * element, at the frame that paints its end (≤ 3 s); in auto mode, an answer not found by the
+   * end waits 3 quiet frames (≤ 1 s) for a buffered UI to show it. `rum.flush()` and page
+   * hide deliver held records at once.
+   */
   onRecord?: ((record: RumRecord) => void) | null;
   /**
    * Called with a copy of each record on its way to the collector, after `onRecord`: return
@@ -360,7 +366,7 @@ export interface Rum {
    * attribute): now, or at `timeStamp` (performance.now() ms, e.g. an event's timeStamp).
    */
   markInteraction(timeStamp?: number): void;
-  /** Sends what is queued now; resolves when the send was handed to the browser. */
+  /** Sends what is queued now (records auto mode still holds too); resolves when the send was handed to the browser. */
   flush(): Promise<void>;
   /** Restores globals, flushes, removes listeners. */
   shutdown(): Promise<void>;
