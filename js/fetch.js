@@ -179,7 +179,9 @@ function pump(ctx, h) {
       ctx.end(h, outcome);
     }
   };
-  const step = (c, { done, value }) => {
+  // `asked`: when the app's read asked for this chunk (the core tells the app's own time
+  // from a network silence with it: src/core/request/delivery.rs).
+  const step = (c, { done, value }, asked) => {
     if (done) {
       end(OK);
       c.close();
@@ -189,12 +191,12 @@ function pump(ctx, h) {
     }
     // Byte streams reject empty chunks; the native body never yields one, but a source that
     // did must not stall the app: read on.
-    if (!value.byteLength) return pull(c);
+    if (!value.byteLength) return pull(c, asked);
     // Measure first: a byte stream's enqueue() transfers (detaches) the chunk's buffer.
     const core = ctx.live();
     if (core) {
       try {
-        core.chunk(h, performance.now(), value);
+        core.chunk(h, performance.now(), value, asked);
       } catch (e) {
         ctx.fail(e);
       }
@@ -202,9 +204,9 @@ function pump(ctx, h) {
     c.enqueue(value);
     return undefined;
   };
-  const pull = (c) =>
+  const pull = (c, asked = performance.now()) =>
     reader.read().then(
-      (r) => step(c, r),
+      (r) => step(c, r, asked),
       (err) => {
         end(outcomeOf(err));
         c.error(err);
