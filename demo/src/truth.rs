@@ -65,6 +65,8 @@ pub struct Write {
     pub kind: Kind,
     /// Content tokens this write carried (a split event counts on its second part).
     pub tokens: u64,
+    /// Content events this write carried (several with `events_per_write` / `proxy_buffer`).
+    pub events: u64,
     pub bytes: u64,
     /// 0 (first half) or 1 (second half) when the event was split in two writes (`split=1`);
     /// absent otherwise.
@@ -158,8 +160,15 @@ impl Record {
         });
     }
 
-    /// Records a write that was just handed to the body channel; returns its time.
+    /// Records a write that was just handed to the body channel; returns its time. A write
+    /// carrying tokens is one content event.
     pub fn wrote(&self, kind: Kind, tokens: u64, bytes: &[u8], part: Option<u8>) -> f64 {
+        self.wrote_events(kind, tokens, (tokens > 0) as u64, bytes, part)
+    }
+
+    /// `wrote`, for a write of several events at once (`events_per_write`, `proxy_buffer`):
+    /// `events` content events carrying `tokens` tokens.
+    pub fn wrote_events(&self, kind: Kind, tokens: u64, events: u64, bytes: &[u8], part: Option<u8>) -> f64 {
         let t = self.now_ms();
         let mut g = self.data.lock().unwrap();
         g.1 = fnv1a64(g.1, bytes);
@@ -176,6 +185,7 @@ impl Record {
                 t_ms: t,
                 kind,
                 tokens,
+                events,
                 bytes: bytes.len() as u64,
                 part,
             });
