@@ -136,8 +136,8 @@ export interface Stall {
 
 /**
  * How the answer's text reached the page (`RumRecord.delivery`). An arrival is what reached
- * the page at one moment: content-bearing reads (EventSource: messages) within 2 ms of the
- * arrival's first read.
+ * the page at one moment: content-bearing reads (EventSource: messages) within 16 ms (one
+ * frame) of the arrival's first read.
  */
 export interface Delivery {
   /** Arrivals that carried answer text. */
