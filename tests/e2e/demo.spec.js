@@ -74,6 +74,13 @@ test('the demo makes its point: buffered waits for everything, streamed paints a
   expect(janky.stalls.render).toBeGreaterThanOrEqual(1);
   expect(janky.stallList.some((s) => s.cause === 'render' && s.blame)).toBe(true);
   expect(throttled.renderDelay.p50).toBeGreaterThanOrEqual(50);
+  // Nothing upstream buffers the steady stream — not even where the janky page's blocking
+  // made the text pile up between its reads (its own doing, not the network's).
+  for (const [kind, r] of Object.entries(quiet.records)) {
+    expect(r.upstreamBuffered, kind).toBe(false);
+    expect(r.upstreamHints, kind).toEqual([]);
+  }
+  expect(janky.delivery.eventsPerArrival.max).toBeGreaterThan(1);
 
   // The figure: the state after a quiet ask. Looked at by a person; kept as an artifact.
   await page.waitForTimeout(300);
@@ -110,5 +117,38 @@ test('the demo makes its point: buffered waits for everything, streamed paints a
   expect(summary.count).toBeGreaterThanOrEqual(12);
   expect(summary.metrics.perceivedTtft.count).toBeGreaterThanOrEqual(12);
   expect(summary.stallCauses.render).toBeGreaterThanOrEqual(2);
+  expect(errors).toEqual([]);
+});
+
+test('behind a buffering proxy: the bursts on the arrival timeline, and what to change', async ({ page }, testInfo) => {
+  test.setTimeout(60_000);
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e));
+  await page.setViewportSize({ width: 1400, height: 1000 });
+  await page.goto(`${ORIGIN()}/demo/index.html`);
+  await page.waitForFunction(() => window.demo);
+  await page.evaluate(() => window.demo.ready);
+  await page.selectOption('#scenario', { label: 'behind a buffering proxy' });
+  const { records } = await askAndWait(page);
+  for (const [kind, r] of Object.entries(records)) {
+    expect(r.outcome, kind).toBe('ok');
+    // ~22 KB through a 4 KB buffer: a handful of bursts of ~17 events each.
+    expect(r.upstreamBuffered, kind).toBe(true);
+    expect(r.delivery.arrivals, kind).toBeGreaterThanOrEqual(4);
+    expect(r.delivery.arrivals, kind).toBeLessThanOrEqual(8);
+    expect(r.delivery.eventsPerArrival.p50, kind).toBeGreaterThanOrEqual(8);
+  }
+  // Two different fixes, side by side: the buffered pane's UI buffers too.
+  expect(records.buffered.buffered).toBe(true);
+  expect(records.streamed.buffered).toBe(false);
+  await page.waitForTimeout(300);
+  const streamed = page.locator('section.pane').first();
+  expect(await streamed.locator('svg.tl rect.burst').count()).toBeGreaterThanOrEqual(4);
+  await expect(streamed.locator('.advice')).toContainText('X-Accel-Buffering: no');
+  await expect(page.locator('section.pane').nth(1).locator('.advice')).toContainText('render text as it arrives');
+  const shot = testInfo.outputPath('demo-buffering-proxy.png');
+  await page.screenshot({ path: shot, fullPage: true });
+  await testInfo.attach('demo-buffering-proxy', { path: shot, contentType: 'image/png' });
+  expect(await page.evaluate(() => window.demoErrors)).toEqual([]);
   expect(errors).toEqual([]);
 });
