@@ -6,11 +6,12 @@ import zlib from 'node:zlib';
 
 // The target is 30 KB brotli (issue 2 shipped at 28.7 KB). EventSource (+2.0 KB), the
 // beacon transport (+3.4 KB) and paint observation (+6.5 KB: the arrival↔paint matcher, text
-// probes, paint stalls and blame in the core, js/paint.js) took it past that; until a size
-// pass brings it back, this guard stops further growth. Raise it only with a reason in the
-// commit message.
+// probes, paint stalls and blame in the core, js/paint.js) took it past that, and upstream
+// buffering detection (+1.4 KB: delivery, upstreamBuffered, upstreamHints) past 42 KB; until
+// a size pass brings it back, this guard stops further growth. Raise it only with a reason in
+// the commit message.
 export const TARGET_BROTLI = 30 * 1024;
-export const BUDGET_BROTLI = 42 * 1024;
+export const BUDGET_BROTLI = 43 * 1024;
 
 export function measure(dir = 'dist') {
   const files = [];

@@ -63,13 +63,9 @@ struct Open {
     silence: f64,
 }
 
-/// Running aggregates of a request's content arrivals.
-#[derive(Clone, Debug, Default)]
-pub struct Delivery {
-    open: Option<Open>,
-    /// Time of the previous content read (the end of the previous arrival so far).
-    last: Option<f64>,
-    /// Closed arrivals, and how many of them were bursts.
+/// Sums over closed arrivals.
+#[derive(Clone, Copy, Debug, Default)]
+struct Totals {
     arrivals: u32,
     bursts: u32,
     events: u32,
@@ -78,6 +74,15 @@ pub struct Delivery {
     largest_chars: u32,
     largest_burst_chars: u32,
     max_events: u32,
+}
+
+/// Running aggregates of a request's content arrivals.
+#[derive(Clone, Debug, Default)]
+pub struct Delivery {
+    open: Option<Open>,
+    /// Time of the previous content read (the end of the previous arrival so far).
+    last: Option<f64>,
+    totals: Totals,
     /// Content events per closed arrival (p50).
     per_arrival: LogHistogram,
 }
@@ -97,6 +102,23 @@ pub struct DeliverySummary {
 impl Open {
     fn is_burst(&self) -> bool {
         self.events >= BURST_EVENTS && self.silence >= BURST_SILENCE_MS
+    }
+}
+
+impl Totals {
+    /// These totals with arrival `o` added.
+    fn with(mut self, o: &Open) -> Totals {
+        self.arrivals += 1;
+        self.events = self.events.saturating_add(o.events);
+        self.chars += o.chars as u64;
+        self.largest_chars = self.largest_chars.max(o.chars);
+        self.max_events = self.max_events.max(o.events);
+        if o.is_burst() {
+            self.bursts += 1;
+            self.burst_chars += o.chars as u64;
+            self.largest_burst_chars = self.largest_burst_chars.max(o.chars);
+        }
+        self
     }
 }
 
@@ -126,51 +148,53 @@ impl Delivery {
     /// Folds the open arrival into the aggregates.
     fn close(&mut self) {
         if let Some(o) = self.open.take() {
-            self.fold(&o);
-        }
-    }
-
-    fn fold(&mut self, o: &Open) {
-        self.arrivals += 1;
-        self.events = self.events.saturating_add(o.events);
-        self.chars += o.chars as u64;
-        self.largest_chars = self.largest_chars.max(o.chars);
-        self.max_events = self.max_events.max(o.events);
-        self.per_arrival.record(o.events as f64);
-        if o.is_burst() {
-            self.bursts += 1;
-            self.burst_chars += o.chars as u64;
-            self.largest_burst_chars = self.largest_burst_chars.max(o.chars);
+            self.totals = self.totals.with(&o);
+            self.per_arrival.record(o.events as f64);
         }
     }
 
     /// The summary, the open arrival included (it is complete as far as anyone can know).
     pub fn summary(&self) -> DeliverySummary {
-        let mut d = self.clone();
-        d.close();
-        d.summary_closed()
-    }
-
-    fn summary_closed(&self) -> DeliverySummary {
-        let any = self.arrivals > 0 && self.chars > 0;
-        let rule = (self.events >= BURST_EVENTS).then(|| {
-            let half_text = 2 * self.burst_chars >= self.chars;
-            let half_arrivals = 2 * self.bursts >= self.arrivals;
-            (half_text && half_arrivals) || 2 * self.largest_burst_chars as u64 >= self.chars
+        let t = match &self.open {
+            Some(o) => self.totals.with(o),
+            None => self.totals,
+        };
+        let any = t.arrivals > 0 && t.chars > 0;
+        let rule = (t.events >= BURST_EVENTS).then(|| {
+            let half_text = 2 * t.burst_chars >= t.chars;
+            let half_arrivals = 2 * t.bursts >= t.arrivals;
+            (half_text && half_arrivals) || 2 * t.largest_burst_chars as u64 >= t.chars
         });
         DeliverySummary {
-            arrivals: self.arrivals,
-            events_p50: self.per_arrival.quantile(0.5).map(|v| (v + 0.5) as u32),
-            events_max: (self.arrivals > 0).then_some(self.max_events),
-            largest_share: any.then(|| self.largest_chars as f64 / self.chars as f64),
+            arrivals: t.arrivals,
+            events_p50: self.median(t.arrivals).map(|v| (v + 0.5) as u32),
+            events_max: (t.arrivals > 0).then_some(t.max_events),
+            largest_share: any.then(|| t.largest_chars as f64 / t.chars as f64),
             upstream_buffered: if any { rule } else { None },
         }
+    }
+
+    /// The median (nearest rank) of events per arrival over the closed arrivals and the open
+    /// one, without folding it in: the r-th smallest of a set plus one value x is x clamped
+    /// between the set's (r−1)-th and r-th smallest.
+    fn median(&self, n: u32) -> Option<f64> {
+        let h = &self.per_arrival;
+        let Some(o) = &self.open else { return h.quantile(0.5) };
+        let x = o.events as f64;
+        let r = n.div_ceil(2); // nearest rank of 0.5 among n = closed + 1
+        let closed = h.count();
+        let nth = |k: u32| h.quantile(k as f64 / closed as f64);
+        let lo = if r >= 2 { nth(r - 1) } else { None };
+        let hi = if r <= closed { nth(r) } else { None };
+        Some(x.max(lo.unwrap_or(x)).min(hi.unwrap_or(x)))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::util::test_rng::Rng;
+    use alloc::vec::Vec;
 
     /// Reads `(t, events, chars, app_ms)` from a request started at 0.
     fn run(reads: &[(f64, u32, u32, f64)]) -> DeliverySummary {
@@ -356,6 +380,57 @@ mod tests {
         assert_eq!(s.events_max, Some(40));
         // The sketch covers 1..=40 only: a few hundred buckets at most.
         assert!(core::mem::size_of::<Delivery>() < 256);
+    }
+
+    /// Against the definitions computed from the whole list of reads (what the sketch and the
+    /// running totals must equal): random read schedules, summaries taken mid-stream too.
+    #[test]
+    fn random_schedules_match_the_definitions() {
+        let mut rng = Rng(0x5eed_0016);
+        for case in 0..400 {
+            let mut reads = Vec::new();
+            let mut t = rng.float(400.0);
+            for _ in 0..1 + rng.index(60) {
+                let long = rng.below(4) == 0;
+                t += if long { rng.float(500.0) } else { rng.float(25.0) };
+                let big = rng.below(3) == 0;
+                let e = 1 + rng.below(if big { 40 } else { 3 }) as u32;
+                reads.push((t, e, e * (1 + rng.below(6) as u32)));
+            }
+            let mut d = Delivery::default();
+            for (k, &(t, e, c)) in reads.iter().enumerate() {
+                d.on_read(t, e, c, 0.0, 0.0);
+                // The oracle: group the reads so far, then apply the rule as the docs state it.
+                let mut groups: Vec<(f64, u32, u32, f64)> = Vec::new(); // start, events, chars, silence
+                let mut last = 0.0;
+                for &(t, e, c) in &reads[..=k] {
+                    match groups.last_mut() {
+                        Some(g) if t - g.0 <= ARRIVAL_WINDOW_MS => {
+                            g.1 += e;
+                            g.2 += c;
+                        }
+                        _ => groups.push((t, e, c, t - last)),
+                    }
+                    last = t;
+                }
+                let mut sorted: Vec<u32> = groups.iter().map(|g| g.1).collect();
+                sorted.sort();
+                let chars: u32 = groups.iter().map(|g| g.2).sum();
+                let events: u32 = groups.iter().map(|g| g.1).sum();
+                let burst = |g: &&(f64, u32, u32, f64)| g.1 >= BURST_EVENTS && g.3 >= BURST_SILENCE_MS;
+                let bursts: Vec<_> = groups.iter().filter(burst).collect();
+                let burst_chars: u32 = bursts.iter().map(|g| g.2).sum();
+                let largest_burst = bursts.iter().map(|g| g.2).max().unwrap_or(0);
+                let want = (events >= BURST_EVENTS).then(|| (2 * burst_chars >= chars && 2 * bursts.len() >= groups.len()) || 2 * largest_burst >= chars);
+                let s = d.summary();
+                let why = alloc::format!("case {case} read {k}: {reads:?}");
+                assert_eq!(s.arrivals as usize, groups.len(), "{why}");
+                assert_eq!(s.events_max, sorted.last().copied(), "{why}");
+                assert_eq!(s.events_p50, Some(sorted[(sorted.len() + 1) / 2 - 1]), "{why}");
+                assert_eq!(s.largest_share, Some(groups.iter().map(|g| g.2).max().unwrap() as f64 / chars as f64), "{why}");
+                assert_eq!(s.upstream_buffered, want, "{why}");
+            }
+        }
     }
 
     #[test]

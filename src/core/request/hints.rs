@@ -41,40 +41,44 @@ pub const ALL: [&str; 15] = [
     "x-azure-ref",
 ];
 
-/// The set of hints seen on one response.
+/// The set of hints seen on one response: bit i = `ALL[i]`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct UpstreamHints(u32);
 
-fn bit(hint: &str) -> u32 {
-    ALL.iter().position(|h| *h == hint).map_or(0, |i| 1 << i)
-}
+/// `ALL` indices: the encodings (the last one "other"), then X-Accel-Buffering's two values;
+/// the proxy markers follow in `HINT_HEADERS` order (index = 5 + their place there).
+const ENCODINGS: [(&[u8], u32); 5] = [(b"gzip", 0), (b"x-gzip", 0), (b"br", 1), (b"deflate", 2), (b"zstd", 3)];
+const OTHER_ENCODING: u32 = 4;
+const ACCEL_NO: u32 = 5;
+const ACCEL_YES: u32 = 6;
 
 impl UpstreamHints {
-    /// A response header `name` (lower-case, one of `HINT_HEADERS`) with `value`.
+    /// A response header `name` (lower-case, one of `HINT_HEADERS`) with `value` as `Headers`
+    /// gives it: without leading or trailing whitespace (Fetch §2.2, "normalize").
     pub fn note(&mut self, name: &str, value: &str) {
-        let v = value.trim();
-        self.0 |= match name {
+        let v = value.as_bytes();
+        let hint = match name {
             "content-encoding" => {
-                // The last coding applied is the one the stream went through last; a list
-                // ("gzip, br") is rare and named by its last member.
-                let last = v.rsplit(',').next().unwrap_or("").trim();
-                match () {
-                    _ if last.is_empty() || last.eq_ignore_ascii_case("identity") => 0,
-                    _ if last.eq_ignore_ascii_case("gzip") || last.eq_ignore_ascii_case("x-gzip") => bit("content-encoding: gzip"),
-                    _ if last.eq_ignore_ascii_case("br") => bit("content-encoding: br"),
-                    _ if last.eq_ignore_ascii_case("deflate") => bit("content-encoding: deflate"),
-                    _ if last.eq_ignore_ascii_case("zstd") => bit("content-encoding: zstd"),
-                    _ => bit("content-encoding: other"),
+                // The coding applied last ("gzip, br": br); identity is no coding at all.
+                let mut last = v.iter().rposition(|&b| b == b',').map_or(v, |i| &v[i + 1..]);
+                while let [b' ' | b'\t', rest @ ..] = last {
+                    last = rest;
                 }
+                if last.is_empty() || last.eq_ignore_ascii_case(b"identity") {
+                    return;
+                }
+                ENCODINGS.iter().find(|(c, _)| last.eq_ignore_ascii_case(c)).map_or(OTHER_ENCODING, |e| e.1)
             }
             // nginx reads "yes"/"no" only (ngx_http_upstream_process_buffering); anything else
             // is no instruction at all.
-            "x-accel-buffering" if v.eq_ignore_ascii_case("no") => bit("x-accel-buffering: no"),
-            "x-accel-buffering" if v.eq_ignore_ascii_case("yes") => bit("x-accel-buffering: yes"),
-            "x-accel-buffering" => 0,
-            _ if HINT_HEADERS[2..].contains(&name) => bit(name),
-            _ => 0,
+            "x-accel-buffering" if v.eq_ignore_ascii_case(b"no") => ACCEL_NO,
+            "x-accel-buffering" if v.eq_ignore_ascii_case(b"yes") => ACCEL_YES,
+            _ => match HINT_HEADERS.iter().position(|h| *h == name) {
+                Some(i) if i >= 2 => 5 + i as u32,
+                _ => return,
+            },
         };
+        self.0 |= 1 << hint;
     }
 
     /// The hints, in `ALL` order.
@@ -103,11 +107,12 @@ mod tests {
     #[test]
     fn encodings_by_name_identity_is_none() {
         assert_eq!(hints(&[("content-encoding", "gzip")]), ["content-encoding: gzip"]);
-        assert_eq!(hints(&[("content-encoding", " BR ")]), ["content-encoding: br"]);
+        assert_eq!(hints(&[("content-encoding", "BR")]), ["content-encoding: br"]);
         assert_eq!(hints(&[("content-encoding", "x-gzip")]), ["content-encoding: gzip"]);
         assert_eq!(hints(&[("content-encoding", "deflate")]), ["content-encoding: deflate"]);
         assert_eq!(hints(&[("content-encoding", "zstd")]), ["content-encoding: zstd"]);
         assert_eq!(hints(&[("content-encoding", "gzip, br")]), ["content-encoding: br"]);
+        assert_eq!(hints(&[("content-encoding", "br,\tgzip")]), ["content-encoding: gzip"]);
         assert_eq!(hints(&[("content-encoding", "compress")]), ["content-encoding: other"]);
         assert!(hints(&[("content-encoding", "identity")]).is_empty());
         assert!(hints(&[("content-encoding", "")]).is_empty());
@@ -128,6 +133,17 @@ mod tests {
             assert_eq!(hints(&[(name, "x")]), [*name], "{name}");
         }
         assert!(hints(&[("server", "nginx")]).is_empty());
+    }
+
+    #[test]
+    fn the_index_tables_name_the_hints_they_mean() {
+        for (coding, i) in ENCODINGS {
+            let name = if coding == b"x-gzip" { "gzip" } else { core::str::from_utf8(coding).unwrap() };
+            assert_eq!(ALL[i as usize], alloc::format!("content-encoding: {name}"));
+        }
+        assert_eq!(ALL[OTHER_ENCODING as usize], "content-encoding: other");
+        assert_eq!((ALL[ACCEL_NO as usize], ALL[ACCEL_YES as usize]), ("x-accel-buffering: no", "x-accel-buffering: yes"));
+        assert_eq!(&ALL[7..], &HINT_HEADERS[2..]);
     }
 
     #[test]
