@@ -154,6 +154,9 @@ pub fn stage_medians(c: &Connection, f: &Filter) -> rusqlite::Result<Vec<(String
     Ok(out)
 }
 
+/// Routes listed in the summary's per-route buffering table.
+pub const MAX_ROUTES: usize = 20;
+
 /// `/api/summary`.
 pub fn summary(c: &Connection, f: &Filter) -> rusqlite::Result<Value> {
     let (w, p) = f.sql("");
@@ -184,10 +187,11 @@ pub fn summary(c: &Connection, f: &Filter) -> rusqlite::Result<Value> {
            SUM(stalls_count IS NOT NULL), SUM(stalls_count > 0), \
            SUM(buffered IS NOT NULL), SUM(buffered = 1), \
            TOTAL(stalls_network), TOTAL(stalls_render), \
-           SUM(hidden = 1) \
+           SUM(hidden = 1), \
+           SUM(upstream_buffered IS NOT NULL), SUM(upstream_buffered = 1) \
          FROM records WHERE {w}"
     );
-    let (count, stall_n, stalled, buf_n, buffered, net, render, hidden) =
+    let (count, stall_n, stalled, buf_n, buffered, net, render, hidden, up_n, upstream) =
         c.prepare_cached(&agg)?
             .query_row(rusqlite::params_from_iter(p.iter()), |r| {
                 Ok((
@@ -199,6 +203,8 @@ pub fn summary(c: &Connection, f: &Filter) -> rusqlite::Result<Value> {
                     r.get::<_, f64>(5)?,
                     r.get::<_, f64>(6)?,
                     r.get::<_, Option<i64>>(7)?.unwrap_or(0),
+                    r.get::<_, Option<i64>>(8)?.unwrap_or(0),
+                    r.get::<_, Option<i64>>(9)?.unwrap_or(0),
                 ))
             })?;
     let rate = |a: i64, n: i64| {
@@ -208,6 +214,31 @@ pub fn summary(c: &Connection, f: &Filter) -> rusqlite::Result<Value> {
             Value::Null
         }
     };
+    // Per route, the two kinds of buffering side by side: the UI's (`buffered`: render as
+    // text arrives) and upstream (`upstreamBuffered`: a proxy or compression; fix the path).
+    // The busiest routes first, bounded.
+    let mut routes = Vec::new();
+    {
+        let mut st = c.prepare_cached(&format!(
+            "SELECT route, COUNT(*), SUM(buffered IS NOT NULL), SUM(buffered = 1), \
+               SUM(upstream_buffered IS NOT NULL), SUM(upstream_buffered = 1) \
+             FROM records WHERE {w} GROUP BY route ORDER BY COUNT(*) DESC, route LIMIT {MAX_ROUTES}"
+        ))?;
+        let rows = st.query_map(rusqlite::params_from_iter(p.iter()), |r| {
+            Ok((
+                r.get::<_, Option<String>>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, Option<i64>>(2)?.unwrap_or(0),
+                r.get::<_, Option<i64>>(3)?.unwrap_or(0),
+                r.get::<_, Option<i64>>(4)?.unwrap_or(0),
+                r.get::<_, Option<i64>>(5)?.unwrap_or(0),
+            ))
+        })?;
+        for row in rows {
+            let (route, n, bn, b, un, u) = row?;
+            routes.push(json!({"route": route, "count": n, "bufferedRate": rate(b, bn), "upstreamBufferedRate": rate(u, un)}));
+        }
+    }
     let stages: Vec<Value> = stage_medians(c, f)?
         .into_iter()
         .map(|(n, m, k)| json!({"stage": n, "median": m, "count": k, "server": n.starts_with("server:")}))
@@ -235,6 +266,8 @@ pub fn summary(c: &Connection, f: &Filter) -> rusqlite::Result<Value> {
         "outcomes": outcomes,
         "stallRate": rate(stalled, stall_n),
         "bufferedRate": rate(buffered, buf_n),
+        "upstreamBufferedRate": rate(upstream, up_n),
+        "routes": routes,
         "hiddenCount": hidden,
         "stallCauses": {"network": total_json(net), "render": total_json(render)},
         "stages": stages,

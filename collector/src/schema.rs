@@ -90,6 +90,11 @@ const MIGRATIONS: &[&str] = &[
     UPDATE records SET stalls_render = 4294967295 WHERE stalls_render > 4294967295;
     CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
     "#,
+    // 2 (issue 16): the record's `upstreamBuffered` (a proxy or compression held the text
+    // back), counted next to the UI's own `buffered`.
+    r#"
+    ALTER TABLE records ADD COLUMN upstream_buffered INTEGER;
+    "#,
 ];
 
 pub const VERSION: i64 = MIGRATIONS.len() as i64;

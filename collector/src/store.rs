@@ -25,7 +25,7 @@ use crate::ingest::{Beacon, Row};
 use crate::retention;
 
 /// Record columns in insert order (after `id`, `received_ms`).
-const COLS: [&str; 36] = [
+const COLS: [&str; 37] = [
     "start_ms",
     "session",
     "page",
@@ -51,6 +51,7 @@ const COLS: [&str; 36] = [
     "stalls_render",
     "stalls_total_ms",
     "buffered",
+    "upstream_buffered",
     "hidden",
     "m_interaction",
     "m_headers",
@@ -493,6 +494,7 @@ fn row_params<'a>(received_ms: i64, b: &'a Beacon, r: &'a Row) -> Vec<Box<dyn To
         Box::new(r.stalls_render),
         Box::new(r.stalls_total_ms),
         Box::new(r.buffered),
+        Box::new(r.upstream_buffered),
         Box::new(r.hidden),
         Box::new(m[0]),
         Box::new(m[1]),

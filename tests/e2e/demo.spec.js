@@ -117,6 +117,12 @@ test('the demo makes its point: buffered waits for everything, streamed paints a
   expect(summary.count).toBeGreaterThanOrEqual(12);
   expect(summary.metrics.perceivedTtft.count).toBeGreaterThanOrEqual(12);
   expect(summary.stallCauses.render).toBeGreaterThanOrEqual(2);
+  // Buffering per route: the buffered pane's UI (a quarter of the answers), nothing upstream.
+  const route = summary.routes.find((r) => r.route === '/v1/chat/completions');
+  expect(route.count).toBe(summary.count);
+  expect(route.bufferedRate).toBeCloseTo(0.25, 5);
+  expect(route.upstreamBufferedRate).toBe(0);
+  expect(summary.upstreamBufferedRate).toBe(0);
   expect(errors).toEqual([]);
 });
 
@@ -125,7 +131,9 @@ test('behind a buffering proxy: the bursts on the arrival timeline, and what to 
   const errors = [];
   page.on('pageerror', (e) => errors.push(e));
   await page.setViewportSize({ width: 1400, height: 1000 });
-  await page.goto(`${ORIGIN()}/demo/index.html`);
+  const c = col.origins[0];
+  const since = Date.now();
+  await page.goto(`${ORIGIN()}/demo/index.html?collector=${encodeURIComponent(c + '/v1/rum')}&dashboard=${encodeURIComponent(c + '/')}`);
   await page.waitForFunction(() => window.demo);
   await page.evaluate(() => window.demo.ready);
   await page.selectOption('#scenario', { label: 'behind a buffering proxy' });
@@ -150,5 +158,20 @@ test('behind a buffering proxy: the bursts on the arrival timeline, and what to 
   await page.screenshot({ path: shot, fullPage: true });
   await testInfo.attach('demo-buffering-proxy', { path: shot, contentType: 'image/png' });
   expect(await page.evaluate(() => window.demoErrors)).toEqual([]);
+  // At the collector, per route, the two fixes side by side: every answer upstream-buffered,
+  // a quarter (the buffered pane) buffered by its UI as well.
+  let route;
+  for (let i = 0; i < 50 && !(route && route.count >= 4); i++) {
+    await new Promise((r) => setTimeout(r, 200));
+    const s = await (await fetch(`${c}/api/summary?from=${since}`)).json();
+    route = s.routes.find((r) => r.route === '/v1/chat/completions');
+  }
+  expect(route.count).toBe(4);
+  expect([route.upstreamBufferedRate, route.bufferedRate]).toEqual([1, 0.25]);
+  // And the dashboard shows it.
+  await page.goto(`${c}/`);
+  await expect(page.locator('#routes tbody tr').first()).toContainText('/v1/chat/completions');
+  await expect(page.locator('#tiles')).toContainText('upstream buffered');
+  await page.screenshot({ path: testInfo.outputPath('dashboard-buffering.png'), fullPage: true });
   expect(errors).toEqual([]);
 });
