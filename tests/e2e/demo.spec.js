@@ -34,8 +34,8 @@ async function askAndWait(page) {
 }
 const queueOf = (r) => (r.serverTiming.find((e) => e.name === 'queue') || {}).dur;
 
-test('the demo makes its point: buffered waits for everything, streamed paints a frame after the token, janky stalls, load grows the queue only', async ({ page }, testInfo) => {
-  test.setTimeout(90_000);
+/** Opens the demo page with its records going to the test's collector; returns the page errors. */
+async function openDemo(page) {
   const errors = [];
   page.on('pageerror', (e) => errors.push(e));
   await page.setViewportSize({ width: 1400, height: 1000 });
@@ -44,6 +44,13 @@ test('the demo makes its point: buffered waits for everything, streamed paints a
   // demo.js is a module with a top-level await: the load event can come before it has run.
   await page.waitForFunction(() => window.demo);
   await page.evaluate(() => window.demo.ready);
+  return errors;
+}
+
+test('the demo makes its point: buffered waits for everything, streamed paints a frame after the token, janky stalls, load grows the queue only', async ({ page }, testInfo) => {
+  test.setTimeout(90_000);
+  const errors = await openDemo(page);
+  const c = col.origins[0];
 
   // Warm up once (cold frames: first fetch, first layout, wasm tier-up), then measure.
   await askAndWait(page);
@@ -128,14 +135,9 @@ test('the demo makes its point: buffered waits for everything, streamed paints a
 
 test('behind a buffering proxy: the bursts on the arrival timeline, and what to change', async ({ page }, testInfo) => {
   test.setTimeout(60_000);
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e));
-  await page.setViewportSize({ width: 1400, height: 1000 });
-  const c = col.origins[0];
   const since = Date.now();
-  await page.goto(`${ORIGIN()}/demo/index.html?collector=${encodeURIComponent(c + '/v1/rum')}&dashboard=${encodeURIComponent(c + '/')}`);
-  await page.waitForFunction(() => window.demo);
-  await page.evaluate(() => window.demo.ready);
+  const errors = await openDemo(page);
+  const c = col.origins[0];
   await page.selectOption('#scenario', { label: 'behind a buffering proxy' });
   const { records } = await askAndWait(page);
   for (const [kind, r] of Object.entries(records)) {
