@@ -99,9 +99,10 @@ fn same_origin_request_gets_a_traceparent_and_a_full_record() {
     assert_eq!(get(&r, "budgetBreaches.length"), 1.0);
     assert_eq!(get(&r, "budgetBreaches.0.metric"), "ttft");
     assert_eq!(get(&r, "budgetBreaches.0.value"), 140.0);
-    // Two content events: too short to tell; no hint headers on this response.
+    // Two content events, both in the second chunk: one arrival, too short to tell; no hint
+    // headers on this response.
     assert_eq!(get(&r, "delivery.arrivals"), 1.0);
-    assert_eq!(get(&r, "delivery.eventsPerArrival.max"), 1.0);
+    assert_eq!(get(&r, "delivery.eventsPerArrival.max"), 2.0);
     assert_eq!(get(&r, "upstreamBuffered"), JsValue::NULL);
     assert_eq!(get(&r, "upstreamHints.length"), 0.0);
 }
