@@ -1,5 +1,6 @@
 // Types for llm-rum. Times are milliseconds from performance.now(); marks and metrics are
-// offsets from the request's `start`. Names are the wire contract (DESIGN.md §1, §3).
+// offsets from the request's `start`. Names are the wire contract: collectors and other tools
+// read records and beacons by them.
 
 /** A request selector: substring of the absolute URL, a RegExp tested on it, or a predicate. */
 export type Matcher = string | RegExp | ((url: string, info: { method: string }) => boolean);
@@ -61,10 +62,40 @@ export interface RumOptions {
   traceparentQueryParam?: string | null;
   /** Called with every finished record (same shape as in the beacon). Exceptions are contained. */
   onRecord?: ((record: RumRecord) => void) | null;
+  /**
+   * Called with a copy of each record on its way to the collector, after `onRecord`: return
+   * the record (edited or replaced), or `false` / `null` to drop it; returning nothing sends
+   * the copy as edited in place. Also called for the `partial` snapshot of a stream running
+   * when the page hides (its completed record, same `id`, comes through again). Synchronous
+   * (a returned Promise drops the record). A hook that throws drops that record and is
+   * reported once with console.warn; later records still go through it. Keep `id`: the queue
+   * dedupes by it. Only with `collector`.
+   */
+  beforeSend?: ((record: RumRecord) => RumRecord | false | null | void) | null;
   /** Drop `?query` and `#fragment` from recorded URLs. Default true. */
   stripQuery?: boolean;
+  /**
+   * Replace id-like path segments of `record.url` and the beacon's `page` with `:id`: UUIDs,
+   * numbers of 4+ digits, long hex, opaque tokens (`thread_9QxZr4…`, 16+ random-looking
+   * letters and digits); words such as `v1`, `chat`, `gpt-4o-mini` stay. Default true.
+   */
+  templateIds?: boolean;
+  /**
+   * The app's own routes, checked before the automatic rule: the first entry whose `match` is
+   * a substring of the absolute URL (or a RegExp matching it) replaces the URL's path with its
+   * `template`, used as given. Applies to requests and to the page (`page`). Default [].
+   */
+  urlTemplates?: UrlTemplate[];
   /** Where to load the wasm from, when a bundler moved it. Default: next to the module. */
   wasmUrl?: string | URL | null;
+}
+
+/** One of the app's routes: `{ match: /\/v1\/threads\/[^/]+\/runs/, template: '/v1/threads/:id/runs' }`. */
+export interface UrlTemplate {
+  /** A substring of the absolute URL, or a RegExp tested on it. */
+  match: string | RegExp;
+  /** The path recorded instead (starts with '/'; no query or fragment). */
+  template: string;
 }
 
 /** Marks, as offsets in ms from `start` (null when the moment did not happen). */
@@ -198,7 +229,10 @@ export interface RumRecord {
    */
   traceSource: 'propagated' | 'app' | 'server' | 'none';
   sampled: boolean;
-  /** Absolute URL, query and fragment stripped by default. */
+  /**
+   * Absolute URL as recorded: query and fragment stripped and id-like path segments replaced
+   * by `:id` by default (`stripQuery`, `templateIds`, `urlTemplates`).
+   */
   url: string;
   method: string;
   /** The browser API that carried the request. */
@@ -308,7 +342,7 @@ export interface RumRecord {
   userStages: Record<string, number>;
 }
 
-/** The v1 beacon the SDK POSTs to `collector` (text/plain;charset=UTF-8), DESIGN.md §3. */
+/** The v1 beacon the SDK POSTs to `collector` (text/plain;charset=UTF-8). */
 export interface Beacon {
   v: 1;
   /** `llm-rum/<version>`. */
@@ -317,8 +351,11 @@ export interface Beacon {
   session: string;
   /** The page's path (templated like record URLs). */
   page: string;
-  /** Why it was sent: timer, manual, online, restore (persisted by an earlier page), hidden, pagehide. */
-  reason: string;
+  /**
+   * Why it was sent: the queue's timer, `rum.flush()`, the page hidden or unloading (sent
+   * urgently), back online, or records restored that an earlier page load could not send.
+   */
+  reason: 'timer' | 'manual' | 'hidden' | 'pagehide' | 'online' | 'restore';
   /** Records the queue had to drop since the last beacon. */
   dropped: number;
   /**

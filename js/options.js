@@ -1,5 +1,5 @@
 // Option validation. Bad configuration is reported once with console.warn and replaced by
-// the default; it never throws into the host page (DESIGN.md §5).
+// the default; it never throws into the host page.
 
 const DEFAULTS = {
   collector: null,
@@ -13,16 +13,22 @@ const DEFAULTS = {
   observe: null,
   patchGlobals: true,
   onRecord: null,
+  beforeSend: null,
   stripQuery: true,
+  templateIds: true,
+  urlTemplates: [],
   wasmUrl: null,
   traceparentQueryParam: null,
   nativePaintTimes: true,
 };
 
+/** The URL relative URLs (options, requests) resolve against: the page's. */
+export const base = () => (globalThis.location ? globalThis.location.href : 'http://localhost/');
+
 /** A URL that resolves against the page (a bad one would otherwise fail every send). */
 const parses = (v) => {
   try {
-    new URL(String(v), globalThis.location ? globalThis.location.href : 'http://localhost/');
+    new URL(String(v), base());
     return true;
   } catch {
     return false;
@@ -31,7 +37,11 @@ const parses = (v) => {
 
 const isList = (v) => Array.isArray(v) && v.every((s) => typeof s === 'string');
 
-/** Returns [normalised options, list of problems]. */
+/**
+ * Returns [normalised options, list of problems]: every option present, with its default
+ * where it was missing or bad.
+ * @param {import('./index').RumOptions | undefined} options
+ */
 export function normalize(options) {
   const problems = [];
   const o = { ...DEFAULTS };
@@ -66,12 +76,35 @@ export function normalize(options) {
   );
   take('patchGlobals', (v) => typeof v === 'boolean', 'expected a boolean');
   take('onRecord', (v) => v === null || typeof v === 'function', 'expected a function');
+  take('beforeSend', (v) => v === null || typeof v === 'function', 'expected a function');
   take('stripQuery', (v) => typeof v === 'boolean', 'expected a boolean');
+  take('templateIds', (v) => typeof v === 'boolean', 'expected a boolean');
+  take(
+    'urlTemplates',
+    // A template is a path: it replaces the URL's path (no query or fragment in it).
+    (v) => Array.isArray(v) && v.every((t) => t && (typeof t.match === 'string' || t.match instanceof RegExp) && /^\/[^?#]*$/.test(t.template)),
+    "expected [{ match: string | RegExp, template: '/path/:id' }]",
+  );
   take('wasmUrl', (v) => v === null || ((typeof v === 'string' || v instanceof URL) && parses(v)), 'expected a URL');
   take('observe', (v) => v === null || typeof v === 'string' || (typeof Node === 'function' && v instanceof Node), 'expected an element or a selector');
   take('nativePaintTimes', (v) => typeof v === 'boolean', 'expected a boolean');
   take('traceparentQueryParam', (v) => v === null || (typeof v === 'string' && /^[\w.-]+$/.test(v)), 'expected a query parameter name');
   if (o.collector) o.collector = String(o.collector);
+  // beforeSend guards what goes to the collector: without one, records never wait for it.
+  else o.beforeSend = null;
   if (o.match && !Array.isArray(o.match)) o.match = [o.match];
   return [o, problems];
+}
+
+/**
+ * The app's route template for `url` (absolute): the `template` of the first `urlTemplates`
+ * entry whose `match` is a substring of it or a RegExp matching it, or '' (then the core's
+ * automatic rule applies). Here, not in the core: a RegExp cannot cross into wasm.
+ */
+export function templateOf(templates, url) {
+  for (const { match, template } of templates) {
+    // (lastIndex: a /g or /y RegExp keeps state between test() calls.)
+    if (typeof match === 'string' ? url.includes(match) : ((match.lastIndex = 0), match.test(url))) return template;
+  }
+  return '';
 }

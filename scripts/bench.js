@@ -87,7 +87,8 @@ try {
       const wasm = await glue.default();
       // The core alone (no stream machinery): one 174-byte OpenAI chunk per call.
       const ev = new TextEncoder().encode('data: {"id":"chatcmpl-123","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o","choices":[{"index":0,"delta":{"content":" token"},"finish_reason":null}]}\n\n');
-      const core = new glue.Core(location.origin, '', '', 250, true, true, '', new Float64Array(0), '', '');
+      const core = new glue.Core(JSON.stringify({ pageOrigin: location.origin }));
+      const FORGET = 4; // js/codes.js: end without a record
       const ch = core.begin(location.origin + '/x', 'POST', 0, 0, new Uint8Array(32), -1);
       core.response(ch, 0, 200, new Headers({ 'content-type': 'text/event-stream' }), false);
       const coreRuns = [];
@@ -96,7 +97,7 @@ try {
         for (let i = 0; i < CHUNKS; i++) core.chunk(ch, i, ev, i);
         coreRuns.push(performance.now() - t0);
       }
-      core.end(ch, 0, 4); // forget: no record
+      core.end(ch, 0, FORGET);
       // One paint report of an observed answer (per frame, not per chunk): the text probe is
       // located in the answer's tail, the frame goes into the bounded paint buckets.
       const ph = core.begin(location.origin + '/x', 'POST', 0, 0, new Uint8Array(32), -1);
@@ -112,7 +113,7 @@ try {
         for (let i = 0; i < PAINTS; i++) core.paint(ph, 600 + i, 3600, 1, probe);
         paintRuns.push(performance.now() - t0);
       }
-      core.end(ph, 0, 4);
+      core.end(ph, 0, FORGET);
       // Memory: one very long stream; the per-request state must not grow with length.
       gc();
       const heap0 = performance.memory.usedJSHeapSize;

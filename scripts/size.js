@@ -6,12 +6,14 @@ import zlib from 'node:zlib';
 
 // The target is 30 KB brotli (issue 2 shipped at 28.7 KB). EventSource (+2.0 KB), the
 // beacon transport (+3.4 KB) and paint observation (+6.5 KB: the arrival↔paint matcher, text
-// probes, paint stalls and blame in the core, js/paint.js) took it past that, and upstream
-// buffering detection (+1.4 KB: delivery, upstreamBuffered, upstreamHints) past 42 KB; until
-// a size pass brings it back, this guard stops further growth. Raise it only with a reason in
-// the commit message.
+// probes, paint stalls and blame in the core, js/capture/paint.js) took it past that; until a size
+// pass brings it back, this guard stops further growth. Raise it only with a reason in the
+// commit message. 42 → 43 KB: ids templated out of recorded URLs, and `beforeSend` (issue
+// 18: +1.0 KB wasm for the rule and the hook's outbox, +0.4 KB facade) took it from 41.1 to
+// 42.4 KB. 43 → 44 KB: upstream buffering detection (issue 16: `delivery`, `upstreamBuffered`,
+// `upstreamHints`; +1 401 B wasm, +37 B glue and facade) took it from 43 449 to 44 887 B.
 export const TARGET_BROTLI = 30 * 1024;
-export const BUDGET_BROTLI = 43 * 1024;
+export const BUDGET_BROTLI = 44 * 1024;
 
 export function measure(dir = 'dist') {
   const files = [];

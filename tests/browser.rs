@@ -1,9 +1,10 @@
 //! Browser-layer tests in headless Chromium (wasm-bindgen-test): the exported `Core` driven
-//! with real `Headers` objects, as js/fetch.js drives it. The fetch wrapper's transparency
+//! with real `Headers` objects, as js/capture/fetch.js drives it. The fetch wrapper's transparency
 //! (bytes, aborts, cancellation) is proven end-to-end in tests/e2e with the real server.
 #![cfg(target_arch = "wasm32")]
 
 use js_sys::{Reflect, JSON};
+use llm_rum::core::request::kinds::FORGET;
 use llm_rum::wasm::Core;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_test::*;
@@ -12,7 +13,7 @@ use web_sys::Headers;
 wasm_bindgen_test_configure!(run_in_browser);
 
 fn core() -> Core {
-    // The configuration object js/index.js builds (the facade lower-cases correlation header
+    // The configuration object js/core.js builds (the facade lower-cases correlation header
     // names before handing them over).
     Core::new(
         r#"{"pageOrigin":"http://127.0.0.1:8080",
@@ -26,8 +27,8 @@ fn core() -> Core {
 /// Limits the JS facade reads from the core instead of repeating them.
 #[wasm_bindgen_test]
 fn limits_are_exported() {
-    let c = core();
-    assert_eq!((c.max_in_flight(), c.max_payload()), (64, 60 * 1024));
+    let mut c = core();
+    assert_eq!(c.max_payload(), 60 * 1024);
 }
 
 fn headers(pairs: &[(&str, &str)]) -> Headers {
@@ -47,7 +48,7 @@ fn get(v: &JsValue, path: &str) -> JsValue {
 }
 
 fn records(c: &mut Core) -> JsValue {
-    let text = c.take_records();
+    let text = c.take_records(false);
     assert!(!text.is_empty(), "a record was expected");
     JSON::parse(&text).expect("records are valid JSON")
 }
@@ -61,6 +62,7 @@ data: {\"choices\":[],\"usage\":{\"completion_tokens\":2}}\n\ndata: [DONE]\n\n";
 fn same_origin_request_gets_a_traceparent_and_a_full_record() {
     let mut c = core();
     let h = c.begin("http://127.0.0.1:8080/v1/chat/completions?q=secret", "post", 100.0, 1.7e12, &[7u8; 32], -1.0);
+    c.set_route(h, "/v1/chat/:kind");
     let tp = c.traceparent(h);
     assert_eq!(tp.len(), 55, "{tp}");
     assert!(tp.starts_with("00-") && tp.ends_with("-01"));
@@ -77,7 +79,7 @@ fn same_origin_request_gets_a_traceparent_and_a_full_record() {
     c.end(h, 241.0, 0);
     let recs = records(&mut c);
     let r = Reflect::get(&recs, &0.into()).unwrap();
-    assert_eq!(get(&r, "url"), "http://127.0.0.1:8080/v1/chat/completions", "query stripped");
+    assert_eq!(get(&r, "url"), "http://127.0.0.1:8080/v1/chat/:kind", "query stripped, the app's route template applied");
     assert_eq!(get(&r, "method"), "POST");
     assert_eq!(get(&r, "outcome"), "ok");
     assert_eq!(get(&r, "format"), "openai-chat");
@@ -145,9 +147,9 @@ fn other_origins_get_no_traceparent_unless_allowlisted() {
     ] {
         let h = c.begin(url, "GET", 0.0, 0.0, &[1u8; 32], -1.0);
         assert_eq!(!c.traceparent(h).is_empty(), allowed, "{url}");
-        c.end(h, 0.0, 4); // forget
+        c.end(h, 0.0, FORGET);
     }
-    assert!(c.take_records().is_empty(), "discarded requests leave no record");
+    assert!(c.take_records(false).is_empty(), "discarded requests leave no record");
 }
 
 #[wasm_bindgen_test]
@@ -172,7 +174,7 @@ fn non_stream_responses_are_not_measured_unless_matched() {
     let h = c.begin("http://127.0.0.1:8080/api", "GET", 0.0, 0.0, &[2u8; 32], -1.0);
     assert!(!c.response(h, 1.0, 200, &json, false));
     c.end(h, 2.0, 0);
-    assert!(c.take_records().is_empty());
+    assert!(c.take_records(false).is_empty());
     // Matched by the user's `match`: measured whatever the type; an HTTP error is an error.
     let h = c.begin("http://127.0.0.1:8080/api", "GET", 0.0, 0.0, &[3u8; 32], -1.0);
     assert!(c.response(h, 1.0, 500, &json, true));
@@ -197,7 +199,7 @@ fn app_traceparent_is_respected() {
     assert_eq!(get(&r, "outcome"), "aborted");
 }
 
-/// EventSource: the exports js/eventsource.js drives, with the data an app's
+/// EventSource: the exports js/capture/eventsource.js drives, with the data an app's
 /// listeners see (framing already done by the browser).
 #[wasm_bindgen_test]
 fn eventsource_attempts_and_reconnects() {
@@ -209,11 +211,14 @@ fn eventsource_attempts_and_reconnects() {
     c.es_message(h, 150.0, "message_start", "{\"type\":\"message_start\",\"message\":{}}", "");
     c.es_message(h, 170.0, "content_block_delta", "{\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi ✓\"}}", "0");
     c.es_message(h, 190.0, "message_stop", "{\"type\":\"message_stop\"}", "1");
-    c.es_end(h, 200.0, false, 100.4, "queue;dur=2,trace;desc=\"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\"");
+    // Resource Timing's serverTiming, as the browser parsed it (0 / "": absent).
+    c.es_server_timing(h, "queue", 2.0, "");
+    c.es_server_timing(h, "trace", 0.0, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+    c.es_end(h, 200.0, false, 100.4);
     let h2 = c.es_begin("http://127.0.0.1:8080/v1/stream?x=1", 3300.0, 1.7e12 + 3200.0, &[4u8; 32], &first, false, -1.0);
     c.es_message(h2, 3300.0, "", "", "");
     c.es_message(h2, 3350.0, "trace", "4bf92f3577b34da6a3ce929d0e0e4736", "");
-    c.es_end(h2, 3360.0, true, 3297.5, "");
+    c.es_end(h2, 3360.0, true, 3297.5);
     let recs = records(&mut c);
     let a = Reflect::get(&recs, &0.into()).unwrap();
     let b = Reflect::get(&recs, &1.into()).unwrap();

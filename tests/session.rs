@@ -187,6 +187,36 @@ fn stale_handles_and_bounded_in_flight() {
     assert_eq!(s.running().len(), session::MAX_IN_FLIGHT);
 }
 
+/// "Current" is decided in the core, for `rum.mark` (the newest running request) and for
+/// `rum.observe` (the newest running one whose response is measured, walking back past the
+/// ones whose element the app named); `holds` tells the page which handles to let go of.
+#[test]
+fn current_request_current_answer_and_held_handles() {
+    let mut s = session(&[]);
+    assert_eq!((s.current(), s.current_answer(None)), (None, None));
+    let a = s.begin("https://chat.example/a", "POST", 0.0, 0.0, &[1u8; 32]);
+    s.get(a).unwrap().on_headers(5.0, 200, "text/event-stream", false);
+    let b = s.begin("https://chat.example/b", "POST", 10.0, 0.0, &[2u8; 32]);
+    assert_eq!(s.current(), Some(b), "marks go to the newest request, answered or not");
+    assert_eq!(s.current_answer(None), Some(a), "b has no measured response yet");
+    s.get(b).unwrap().on_headers(15.0, 200, "text/event-stream", false);
+    assert_eq!(s.current_answer(None), Some(b));
+    assert_eq!(s.current_answer(Some(b)), Some(a), "the one begun before b");
+    assert_eq!(s.current_answer(Some(a)), None);
+    s.end(b, 20.0, Outcome::Ok);
+    assert_eq!((s.current(), s.current_answer(None)), (Some(a), Some(a)), "an ended request is not current");
+    assert!(s.holds(a) && !s.holds(b), "b's record is queued: let go of it");
+    // A stale handle (its slot reused) is not held, and walks back to nothing.
+    let c = s.begin("https://chat.example/c", "POST", 30.0, 0.0, &[3u8; 32]);
+    assert!(s.holds(c) && !s.holds(b));
+    assert_eq!(s.current_answer(Some(b)), None);
+    // Pushed out by newer requests: not held any more.
+    for i in 0..session::MAX_IN_FLIGHT {
+        s.begin("https://chat.example/d", "GET", 40.0 + i as f64, 0.0, &[4u8; 32]);
+    }
+    assert!(!s.holds(a) && !s.holds(c));
+}
+
 #[test]
 fn unsampled_sessions_record_nothing_and_say_so_in_traceparent() {
     let mut s = Session::new(Config { sampled: false, page_origin: "https://chat.example".into(), ..Config::default() });
@@ -246,7 +276,7 @@ fn properties_over_random_schedules() {
 
 #[test]
 fn hidden_page_queues_partials_that_the_final_record_supersedes() {
-    use llm_rum::core::beacon::{queue::MAX_PAYLOAD, BeaconQueue};
+    use llm_rum::core::beacon::{queue::MAX_PAYLOAD, BeaconQueue, FlushReason};
     let mut s = session(&[]);
     s.beacon = Some(BeaconQueue::new("llm-rum/t", "sess"));
     let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[7u8; 32]);
@@ -254,7 +284,7 @@ fn hidden_page_queues_partials_that_the_final_record_supersedes() {
     s.get(h).unwrap().on_chunk(100.0, chunk("Hi").as_bytes());
     s.snapshot_running(150.0);
     let tr = s.beacon.as_mut().unwrap();
-    let p = tr.take(MAX_PAYLOAD, "hidden", true, "/", 150.0, -1.0).unwrap();
+    let p = tr.take(MAX_PAYLOAD, FlushReason::Hidden, true, "/", 150.0, -1.0).unwrap();
     let b = tr.last_batch();
     tr.result(b, 150.0, 200, -1.0, 0.0);
     has(&p, "\"outcome\":\"partial\"");
@@ -265,12 +295,71 @@ fn hidden_page_queues_partials_that_the_final_record_supersedes() {
     s.get(h).unwrap().on_chunk(200.0, chunk("!").as_bytes());
     s.end(h, 210.0, Outcome::Ok);
     let tr = s.beacon.as_mut().unwrap();
-    let q = tr.take(MAX_PAYLOAD, "timer", false, "/", 5000.0, -1.0).unwrap();
+    let q = tr.take(MAX_PAYLOAD, FlushReason::Timer, false, "/", 5000.0, -1.0).unwrap();
     has(&q, "\"outcome\":\"ok\"");
     has(&q, "\"end\":210");
     let id = |x: &str| x.split("\"records\":[{\"id\":\"").nth(1).unwrap()[..16].to_string();
     assert_eq!(id(&p), id(&q));
     assert_eq!(s.take_finished().len(), 1, "onRecord sees only the final record");
+}
+
+#[test]
+fn recorded_urls_are_templated_and_the_app_template_wins() {
+    let mut s = session(&[]);
+    let url = "https://chat.example/v1/threads/thread_9QxZr4kLmN2pT7vB1cD5eF8g/runs/98765?conv=3f6c1e2a-9b4d-4c8e-a1f0-7d2b5e9c4a61";
+    let run = |s: &mut Session, route: Option<&str>| {
+        let h = s.begin(url, "POST", 0.0, 0.0, &[7u8; 32]);
+        s.get(h).unwrap().ident.route = route.map(String::from);
+        s.get(h).unwrap().on_headers(10.0, 200, "text/event-stream", false);
+        s.end(h, 30.0, Outcome::Ok);
+        s.take_finished().remove(0)
+    };
+    let rec = run(&mut s, None);
+    has(&rec, "\"url\":\"https://chat.example/v1/threads/:id/runs/:id\"");
+    assert!(!rec.contains("9QxZr4") && !rec.contains("98765") && !rec.contains("3f6c1e2a"));
+    has(&run(&mut s, Some("/v1/threads/:thread/runs/:run")), "\"url\":\"https://chat.example/v1/threads/:thread/runs/:run\"");
+    // `templateIds: false`: the path as it is (the query still stripped).
+    s.cfg.template_ids = false;
+    has(&run(&mut s, None), "\"url\":\"https://chat.example/v1/threads/thread_9QxZr4kLmN2pT7vB1cD5eF8g/runs/98765\"");
+}
+
+/// With a `beforeSend` hook, nothing reaches the beacon queue on its own: finished records
+/// and partial snapshots wait in `take_outgoing` (bounded), and what the hook returns is
+/// queued through the queue's `restore`, where dedupe by id applies as to any record.
+#[test]
+fn before_send_holds_records_for_the_hook() {
+    use llm_rum::core::beacon::{queue::MAX_PAYLOAD, BeaconQueue, FlushReason};
+    let mut s = session(&[]);
+    s.cfg.before_send = true;
+    s.beacon = Some(BeaconQueue::new("llm-rum/t", "sess"));
+    let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[7u8; 32]);
+    s.get(h).unwrap().on_headers(10.0, 200, "text/event-stream", false);
+    s.get(h).unwrap().on_chunk(100.0, chunk("Hi").as_bytes());
+    s.snapshot_running(150.0);
+    s.end(h, 210.0, Outcome::Ok);
+    assert_eq!(s.beacon.as_ref().unwrap().queued(), 0, "nothing queued before the hook ran");
+    let out = s.take_outgoing();
+    assert_eq!(out.len(), 2);
+    has(&out[0], "\"outcome\":\"partial\"");
+    has(&out[1], "\"outcome\":\"ok\"");
+    assert_eq!(s.take_finished().len(), 1, "onRecord still sees the final record");
+    assert!(s.take_outgoing().is_empty());
+    // The hook returned both, the final one edited: same id, so it replaces the partial.
+    let edited = out[1].replacen("{", "{\"tenant\":\"acme\",", 1);
+    let tr = s.beacon.as_mut().unwrap();
+    tr.restore(&out[0], 300.0);
+    tr.restore(&edited, 300.0);
+    let p = tr.take(MAX_PAYLOAD, FlushReason::Timer, false, "/", 5000.0, -1.0).unwrap();
+    assert_eq!(p.matches("\"id\":").count(), 1);
+    has(&p, "\"tenant\":\"acme\"");
+    // Not drained (measurement failed in the page): bounded, and counted as dropped.
+    for i in 0..(session::MAX_FINISHED + 5) {
+        let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[i as u8; 32]);
+        s.get(h).unwrap().on_headers(10.0, 200, "text/event-stream", false);
+        s.end(h, 30.0, Outcome::Ok);
+    }
+    assert_eq!(s.take_outgoing().len(), session::MAX_FINISHED);
+    assert_eq!(s.beacon.as_ref().unwrap().dropped(), 5);
 }
 
 #[test]

@@ -9,7 +9,7 @@
 mod common;
 
 use common::chunk;
-use llm_rum::core::beacon::{queue::MAX_PAYLOAD, BeaconQueue};
+use llm_rum::core::beacon::{queue::MAX_PAYLOAD, BeaconQueue, FlushReason};
 use llm_rum::core::config::{Budget, Config};
 use llm_rum::core::request::kinds::Outcome as End;
 use llm_rum::core::session::{Handle, Session};
@@ -470,6 +470,31 @@ fn the_mirror_and_index_d_ts_declare_the_same_keys_and_values() {
     ] {
         assert_eq!(literals(&d, iface, member), mirror, "{iface}.{member}: js/index.d.ts vs the mirror");
     }
+    // The beacon's `reason`: the core's closed set, by the names the facade passes.
+    let reasons: BTreeSet<String> = FlushReason::ALL.iter().map(|r| r.as_str().to_string()).collect();
+    assert_eq!(literals(&d, "Beacon", "reason"), reasons, "Beacon.reason: js/index.d.ts vs FlushReason");
+}
+
+/// The codes the facade hands the core (js/codes.js) are the ones the core reads: how a
+/// request ended (`Outcome::from_code`, `FORGET`) and why a beacon is sent (`FlushReason`, whose
+/// names js/index.d.ts declares as `Beacon['reason']`, checked above).
+#[test]
+fn the_facade_passes_the_cores_codes() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/js/codes.js")).unwrap();
+    let code = |name: &str| -> u32 {
+        let decl = text.lines().find_map(|l| l.strip_prefix(&format!("export const {name} = ")));
+        decl.unwrap_or_else(|| panic!("js/codes.js declares no {name}")).trim_end_matches(';').parse().unwrap()
+    };
+    assert_eq!(End::from_code(code("OK")), End::Ok);
+    assert_eq!(End::from_code(code("ABORTED")), End::Aborted);
+    assert_eq!(End::from_code(code("ERROR")), End::Error);
+    assert_eq!(code("FORGET"), llm_rum::core::request::kinds::FORGET);
+    for reason in FlushReason::ALL {
+        let name = format!("FLUSH_{}", reason.as_str().to_ascii_uppercase());
+        assert_eq!(FlushReason::from_code(code(&name)), Some(reason), "{name}");
+    }
+    let declared = text.lines().filter(|l| l.starts_with("export const FLUSH_")).count();
+    assert_eq!(declared, FlushReason::ALL.len(), "js/codes.js names a reason the core does not know");
 }
 
 // ---- a varied set of sessions ----
@@ -597,7 +622,8 @@ event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{
     s.end(h, 30.0, End::Error);
     let h = s.begin_eventsource("https://chat.example/v1/stream?q=1", 3000.0, 1.7e12, &random(17), &first, false);
     let tl = s.get(h).unwrap();
-    tl.on_resource_timing(Some((2990.0, "queue;dur=4")));
+    tl.on_server_timing_entry(llm_rum::core::trace::server_timing::ServerTimingEntry::parsed_by_browser("queue", 4.0, ""));
+    tl.on_resource_timing(Some(2990.0));
     tl.on_message(3010.0, "message", "[DONE]", "");
     s.end(h, 3020.0, End::Aborted);
     out.extend(s.take_finished());
@@ -609,7 +635,7 @@ event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{
     s.get(h).unwrap().on_headers(10.0, 200, "text/event-stream", false);
     s.get(h).unwrap().on_chunk(20.0, openai[0]);
     s.page_hidden(25.0, true);
-    let beacon = s.beacon.as_mut().unwrap().take(MAX_PAYLOAD, "pagehide", true, "/chat", 25.0, 1_764_000_000_025.0).unwrap();
+    let beacon = s.beacon.as_mut().unwrap().take(MAX_PAYLOAD, FlushReason::Pagehide, true, "/chat", 25.0, 1_764_000_000_025.0).unwrap();
     let envelope: serde_json::Value = serde_json::from_str(&beacon).unwrap();
     for r in envelope["records"].as_array().unwrap() {
         out.push(r.to_string());

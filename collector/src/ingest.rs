@@ -280,23 +280,12 @@ fn decode_record(o: &Map<String, Value>, at: &str) -> Result<Row, String> {
 }
 
 /// The path of a URL: `https://h:1/v1/chat?x#y` → `/v1/chat`; relative URLs keep their path.
+/// The SDK sends URLs with id-like segments already templated (`/v1/threads/:id/runs`), so
+/// this is the route records group by. Cut by the SDK core's splitter (one rule for both).
 pub fn route_of(url: &str) -> String {
-    let rest = match url.find("://") {
-        Some(i) => {
-            let after = &url[i + 3..];
-            match after.find(['/', '?', '#']) {
-                Some(j) => &after[j..],
-                None => "",
-            }
-        }
-        None => url,
-    };
-    let end = rest.find(['?', '#']).unwrap_or(rest.len());
-    let path = &rest[..end];
-    if path.is_empty() {
-        "/".into()
-    } else {
-        path.into()
+    match llm_rum::core::util::url::split(url).1 {
+        "" => "/".into(),
+        path => path.into(),
     }
 }
 
@@ -438,6 +427,8 @@ mod tests {
             ("/rel/path?q", "/rel/path"),
             ("", "/"),
             ("héllo://ü/ä?", "/ä"),
+            // As the SDK sends them: ids templated.
+            ("https://h/v1/threads/:id/runs?x", "/v1/threads/:id/runs"),
         ] {
             assert_eq!(route_of(u), r, "{u}");
         }

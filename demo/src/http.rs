@@ -71,6 +71,9 @@ pub struct Arrival {
 pub fn router(app: App) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat))
+        // The same endpoint under a per-user id, as chat products route it (the SDK's
+        // URL-templating tests: no id may leave the page).
+        .route("/v1/threads/{thread}/chat/completions", post(chat))
         .route("/v1/stream", get_route(stream_get))
         .route("/bytes", get_route(bytes))
         .route("/plain", any(plain))

@@ -7,7 +7,12 @@ use alloc::{string::String, vec::Vec};
 use crate::core::stalls::DEFAULT_STALL_THRESHOLD_MS;
 use crate::core::util::decimal::parse_decimal;
 use crate::core::util::json_read::{self, Json};
-use crate::core::util::url::origin_of;
+use crate::core::util::text::truncate;
+use crate::core::util::url::{origin_of, push_route, split};
+
+/// Recorded URLs and pages are cut here: the collector refuses longer strings (2048 bytes),
+/// and a beacon with one such record would be refused whole.
+pub const MAX_URL: usize = 1024;
 
 /// A per-metric budget: `metric` is a record key, or `group.stat` such as `itl.p95`.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,6 +37,11 @@ pub struct Config {
     pub budgets: Vec<Budget>,
     /// Strip `?query` and `#fragment` from recorded URLs (they often carry user data).
     pub strip_query: bool,
+    /// Replace id-like path segments of recorded URLs and pages by `:id` (util/url.rs).
+    pub template_ids: bool,
+    /// The app has a `beforeSend` hook: records wait for it (`Session::take_outgoing`)
+    /// instead of going straight into the beacon queue.
+    pub before_send: bool,
     /// The session's sampling decision; unsampled sessions propagate flags `00` and record
     /// nothing.
     pub sampled: bool,
@@ -58,6 +68,8 @@ impl Default for Config {
             propagate: Vec::new(),
             budgets: Vec::new(),
             strip_query: true,
+            template_ids: true,
+            before_send: false,
             sampled: true,
             correlation: Vec::new(),
             beacon: None,
@@ -80,22 +92,25 @@ fn texts(v: Option<Json<'_>>) -> Vec<String> {
 }
 
 impl Config {
-    /// The configuration js/index.js hands over, as one JSON object:
+    /// The configuration js/core.js hands over, as one JSON object:
     /// `{"pageOrigin": "https://chat.example", "propagate": ["https://api.example/v1/"],
     /// "correlation": ["x-request-id"], "stallThresholdMs": 250, "clockStepMs": 0.1, "stripQuery": true,
-    /// "sampled": true, "budgets": [["ttft", 800], ["itl.p95", 150]],
-    /// "beacon": {"sdk": "llm-rum/0.1.0", "session": "…"}}`. A member that is missing or of
-    /// another type keeps its default (`beacon` null or missing: no collector).
+    /// "templateIds": true, "beforeSend": false, "sampled": true,
+    /// "budgets": [["ttft", 800], ["itl.p95", 150]], "beacon": {"sdk": "llm-rum/0.1.0",
+    /// "session": "…"}}`. A member that is missing or of another type keeps its default
+    /// (`beacon` null or missing: no collector).
     pub fn from_json(json: &str) -> Config {
         let mut cfg = Config::default();
         let Some(root) = json_read::parse(json) else { return cfg };
-        let [origin, propagate, correlation, threshold, step, strip, sampled, budgets, beacon] = root.fields([
+        let [origin, propagate, correlation, threshold, step, strip, template_ids, before_send, sampled, budgets, beacon] = root.fields([
             "pageOrigin",
             "propagate",
             "correlation",
             "stallThresholdMs",
             "clockStepMs",
             "stripQuery",
+            "templateIds",
+            "beforeSend",
             "sampled",
             "budgets",
             "beacon",
@@ -111,6 +126,12 @@ impl Config {
         }
         if let Some(b) = strip.and_then(Json::as_bool) {
             cfg.strip_query = b;
+        }
+        if let Some(b) = template_ids.and_then(Json::as_bool) {
+            cfg.template_ids = b;
+        }
+        if let Some(b) = before_send.and_then(Json::as_bool) {
+            cfg.before_send = b;
         }
         if let Some(b) = sampled.and_then(Json::as_bool) {
             cfg.sampled = b;
@@ -128,6 +149,26 @@ impl Config {
             }
         }
         cfg
+    }
+
+    /// A request's `url` as its record carries it: the origin, the path as `push_route` has it
+    /// (`template`: the app's route template, when one of its `urlTemplates` matched), and
+    /// the query and fragment unless stripped.
+    pub fn record_url(&self, url: &str, template: Option<&str>) -> String {
+        let (origin, path, rest) = split(url);
+        let mut out = String::from(origin);
+        push_route(&mut out, path, template, self.template_ids);
+        if !self.strip_query {
+            out.push_str(rest);
+        }
+        String::from(truncate(&out, MAX_URL))
+    }
+
+    /// The beacon's `page`: the page's path (`location.pathname`), as `record_url` has it.
+    pub fn page(&self, path: &str, template: Option<&str>) -> String {
+        let mut out = String::new();
+        push_route(&mut out, path, template, self.template_ids);
+        String::from(truncate(&out, MAX_URL))
     }
 
     /// Whether a `traceparent` may be added to a request for `url` (absolute). Same origin
@@ -209,6 +250,31 @@ mod tests {
         assert_eq!((d.stall_threshold_ms, d.sampled, d.strip_query), (250.0, true, true));
         assert!(d.beacon.is_none() && d.budgets.is_empty() && d.propagate.is_empty());
         assert_eq!(Config::from_json("not json").page_origin, "");
+        assert!(d.template_ids && !d.before_send, "ids templated, no hook, by default");
+        let e = Config::from_json(r#"{"templateIds":false,"beforeSend":true}"#);
+        assert!(!e.template_ids && e.before_send);
+    }
+
+    #[test]
+    fn recorded_urls_and_pages() {
+        let uuid = "3f6c1e2a-9b4d-4c8e-a1f0-7d2b5e9c4a61";
+        let api = ["https://api.example.com/v1/threads/thread_9QxZr4kLmN2pT7vB1cD5eF8g/chat/completions?user=", uuid, "#x"].concat();
+        let page = ["/c/", uuid].concat();
+        let c = Config::default();
+        assert_eq!(c.record_url(&api, None), "https://api.example.com/v1/threads/:id/chat/completions");
+        assert_eq!(c.record_url(&api, Some("/v1/threads/:thread/chat/completions")), "https://api.example.com/v1/threads/:thread/chat/completions");
+        assert_eq!(c.page(&page, None), "/c/:id");
+        assert_eq!(c.page(&page, Some("/c/:conversation")), "/c/:conversation");
+        // `stripQuery: false` keeps the query as it is (the app asked for it).
+        let keep = Config { strip_query: false, ..Config::default() };
+        assert!(keep.record_url(&api, None).ends_with("/v1/threads/:id/chat/completions?user=3f6c1e2a-9b4d-4c8e-a1f0-7d2b5e9c4a61#x"));
+        // `templateIds: false`: paths as they are, the app's templates still apply.
+        let raw = Config { template_ids: false, ..Config::default() };
+        assert_eq!(raw.page(&page, None), ["/c/", uuid].concat());
+        assert_eq!(raw.page(&page, Some("/c/:id")), "/c/:id");
+        // Bounded: the collector refuses longer strings.
+        let long = ["https://a.example/", &"word/".repeat(400)].concat();
+        assert_eq!(c.record_url(&long, None).len(), MAX_URL);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::core::beacon::BeaconQueue;
 /// In-flight requests kept at once. A request the app never finishes reading (abandoned
 /// body) would otherwise pin its state forever; past this, the oldest is ended `partial`.
 pub const MAX_IN_FLIGHT: usize = 64;
-/// Finished records waiting for the beacon queue / `onRecord`.
+/// Finished records waiting for `onRecord`, and records waiting for `beforeSend`.
 pub const MAX_FINISHED: usize = 256;
 
 /// A handle: slot index in the low 8 bits, a generation above, so a stale handle from an
@@ -35,6 +35,10 @@ pub struct Session {
     slots: Vec<Slot>,
     seq: u64,
     finished: Vec<String>,
+    /// With a `beforeSend` hook: records (finished ones and `partial` snapshots) waiting for
+    /// it on their way to the beacon queue (`take_outgoing`; what it returns comes back
+    /// through the queue's `restore`).
+    outgoing: Vec<String>,
     /// Records dropped because `finished` was full (reported, never silently lost).
     pub dropped: u32,
     /// The beacon queue, when a collector is configured.
@@ -46,6 +50,23 @@ pub struct Session {
 
 /// The 32 random bytes a request needs: 16 trace id, 8 span id, 8 record id.
 pub const RANDOM_BYTES: usize = 32;
+
+/// A record (or a `partial` snapshot) for the collector: into the beacon queue, or, with a
+/// `beforeSend` hook (`hook`), to wait for it in `outgoing`. Without a collector there is
+/// nowhere to send. (A function of the fields it needs, so callers can hold other borrows.)
+fn send(beacon: &mut Option<BeaconQueue>, outgoing: &mut Vec<String>, hook: bool, json: String, t: f64) {
+    let Some(queue) = beacon.as_mut() else { return };
+    if !hook {
+        queue.push(json, t);
+        return;
+    }
+    if outgoing.len() < MAX_FINISHED {
+        outgoing.push(json);
+    } else {
+        // The facade stopped draining (measurement failed): bounded, and counted.
+        queue.dropped_one();
+    }
+}
 
 /// The running timeline `h` refers to; `None` for a stale handle (its slot's generation moved on).
 fn timeline_mut(slots: &mut [Slot], h: Handle) -> Option<&mut Timeline> {
@@ -59,7 +80,7 @@ fn timeline_mut(slots: &mut [Slot], h: Handle) -> Option<&mut Timeline> {
 impl Session {
     pub fn new(cfg: Config) -> Session {
         let beacon = cfg.beacon.as_ref().map(|b| BeaconQueue::new(&b.sdk, &b.session));
-        Session { cfg, slots: Vec::new(), seq: 0, finished: Vec::new(), dropped: 0, beacon, unloading: false }
+        Session { cfg, slots: Vec::new(), seq: 0, finished: Vec::new(), outgoing: Vec::new(), dropped: 0, beacon, unloading: false }
     }
 
     /// Starts a timeline for a request about to be sent. `url` is absolute. Returns the
@@ -82,6 +103,7 @@ impl Session {
             trace,
             trace_source,
             url: url.into(),
+            route: None,
             method: method.to_ascii_uppercase(),
             start_epoch_ms: epoch_ms,
         };
@@ -235,14 +257,17 @@ impl Session {
         }
         let mut w = JsonWriter::new();
         record::encode(&tl, &self.cfg, &mut w);
-        if let Some(tr) = self.beacon.as_mut() {
-            tr.push(w.out.clone(), t);
-        }
+        send(&mut self.beacon, &mut self.outgoing, self.cfg.before_send, w.out.clone(), t);
         if self.finished.len() >= MAX_FINISHED {
             self.finished.remove(0);
             self.dropped += 1;
         }
         self.finished.push(w.out);
+    }
+
+    /// Takes the records waiting for `beforeSend` (JSON object texts), oldest first.
+    pub fn take_outgoing(&mut self) -> Vec<String> {
+        core::mem::take(&mut self.outgoing)
     }
 
     /// The page is being hidden or unloaded: queue a `partial` record (marks so far) for
@@ -262,9 +287,7 @@ impl Session {
             record::encode(tl, &self.cfg, &mut w);
             tl.end = end;
             tl.outcome = outcome;
-            if let Some(tr) = self.beacon.as_mut() {
-                tr.push(w.out, t);
-            }
+            send(&mut self.beacon, &mut self.outgoing, self.cfg.before_send, w.out, t);
         }
     }
 
@@ -282,12 +305,40 @@ impl Session {
         self.snapshot_running(t);
     }
 
+    /// Whether `h` still has a timeline here (running, or ended and waiting for its last
+    /// paint): false once its record is queued, it was discarded, or it was pushed out by
+    /// newer requests (`MAX_IN_FLIGHT`). The facade drops what it keeps for `h` then.
+    pub fn holds(&self, h: Handle) -> bool {
+        self.slots.get((h & 0xff) as usize).is_some_and(|s| s.generation == h >> 8 && s.timeline.is_some())
+    }
+
+    /// The newest request still running (begun, not ended) — with a measured response when
+    /// `answered` — that began before `before` (`None`: any). "Current" is decided here, once,
+    /// for both questions the page asks (`current`, `current_answer`).
+    fn newest_running(&self, before: Option<Handle>, answered: bool) -> Option<Handle> {
+        // Begun before `before`: below its sequence number (0 for a handle not held: none).
+        let limit = before.map_or(u64::MAX, |b| if self.holds(b) { self.slots[(b & 0xff) as usize].seq } else { 0 });
+        let (mut newest, mut seq) = (None, 0);
+        for (i, s) in self.slots.iter().enumerate() {
+            let running = s.timeline.as_ref().is_some_and(|tl| !tl.is_ended() && (tl.headers.is_some() || !answered));
+            if running && s.seq < limit && s.seq > seq {
+                (newest, seq) = (Some(i), s.seq);
+            }
+        }
+        Some(self.handle_of(newest?))
+    }
+
     /// The most recently started request that is still running (for `rum.mark`).
     pub fn current(&self) -> Option<Handle> {
-        let i = (0..self.slots.len())
-            .filter(|&i| self.slots[i].timeline.as_ref().is_some_and(|tl| !tl.is_ended()))
-            .max_by_key(|&i| self.slots[i].seq)?;
-        Some(self.handle_of(i))
+        self.newest_running(None, false)
+    }
+
+    /// The current answer (for `rum.observe(el)`): the newest running request whose response
+    /// is measured (headers seen: a stream, or a `match`ed request), begun before `before`
+    /// when given — js/capture/paint.js walks back past the answers whose element the app
+    /// named already.
+    pub fn current_answer(&self, before: Option<Handle>) -> Option<Handle> {
+        self.newest_running(before, true)
     }
 
     /// Every running request (page hide marks them `hidden`; unload ends them `partial`).

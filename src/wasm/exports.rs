@@ -1,15 +1,16 @@
-//! The `#[wasm_bindgen]` surface: `Core`, the per-page SDK state js/index.js creates once.
+//! The `#[wasm_bindgen]` surface: `Core`, the per-page SDK state js/core.js creates once.
 //! Each export delegates to the pure core in a line or two.
 
 use super::response::apply_response_headers;
-use crate::core::beacon::{queue::MAX_PAYLOAD, BeaconQueue};
+use crate::core::beacon::{queue::MAX_PAYLOAD, BeaconQueue, FlushReason};
 use crate::core::config::Config;
-use crate::core::request::kinds::Outcome;
-use crate::core::session::{Session, MAX_IN_FLIGHT};
+use crate::core::request::kinds::{Outcome, FORGET};
+use crate::core::session::Session;
+use crate::core::trace::server_timing::ServerTimingEntry;
 use alloc::string::String;
 use wasm_bindgen::prelude::*;
 
-/// The per-page SDK state. Created once by `init()` in js/index.js.
+/// The per-page SDK state. Created once by `init()` (js/core.js `loadCore`).
 #[wasm_bindgen]
 pub struct Core {
     session: Session,
@@ -23,16 +24,9 @@ impl Core {
         Core { session: Session::new(Config::from_json(config)) }
     }
 
-    /// Requests in flight at once: past this many the oldest is ended `partial`
-    /// (js/paint.js bounds its own list of running requests the same way).
+    /// The largest beacon payload in bytes (js/deliver/transport.js asks for no more).
     #[wasm_bindgen(getter)]
-    pub fn max_in_flight(&self) -> u32 {
-        MAX_IN_FLIGHT as u32
-    }
-
-    /// The largest beacon payload in bytes (js/transport.js asks for no more).
-    #[wasm_bindgen(getter)]
-    pub fn max_payload(&self) -> u32 {
+    pub fn max_payload(&mut self) -> u32 {
         MAX_PAYLOAD as u32
     }
 
@@ -43,6 +37,15 @@ impl Core {
             tl.interaction = (interaction >= 0.0).then_some(interaction);
         }
         h
+    }
+
+    /// One of the app's `urlTemplates` matched request `h` (fetch or EventSource): its
+    /// recorded path is `template`. (A call of its own rather than a parameter of `begin`:
+    /// measured, 0.2 KB less brotli in the shipped wasm.)
+    pub fn set_route(&mut self, h: u32, template: &str) {
+        if let Some(tl) = self.session.get(h) {
+            tl.ident.route = Some(template.into());
+        }
     }
 
     pub fn traceparent(&mut self, h: u32) -> String {
@@ -75,21 +78,28 @@ impl Core {
         }
     }
 
-    /// `outcome`: 0 ok, 1 aborted, 2 error, 3 partial; 4 = forget it, no record (the
-    /// request turned out not to be measured). Returns false when the record waits for the
-    /// answer's last paint (`paint` / `finish`).
+    /// The request ended: `outcome` is `Outcome::from_code`'s code (0 ok, 1 aborted, 2 error;
+    /// numbers, so no string crosses per request), or `FORGET`. Returns false when the record
+    /// waits for the answer's last paint (`paint` / `finish`).
     pub fn end(&mut self, h: u32, t: f64, outcome: u32) -> bool {
-        if outcome == 4 {
+        if outcome == FORGET {
             self.session.discard(h);
-            true
-        } else {
-            self.session.end(h, t, Outcome::from_code(outcome))
+            return true;
         }
+        self.session.end(h, t, Outcome::from_code(outcome))
     }
 
-    // ---- what the person saw: js/paint.js stamps frames and text lengths ----
+    /// The current answer for `rum.observe(el)` (see `Session::current_answer`), begun before
+    /// `before` unless that is 0; 0 when there is none.
+    pub fn current_answer(&mut self, before: u32) -> u32 {
+        self.session.current_answer((before != 0).then_some(before)).unwrap_or(0)
+    }
 
-    /// An answer element is associated with `h`: paint metrics will be reported.
+    // ---- what the person saw: js/capture/paint.js stamps frames and text lengths ----
+
+    /// An answer element is associated with `h`: paint metrics will be reported. Returns
+    /// false when the core no longer holds `h` (see `Session::holds`: its record is queued, or
+    /// newer requests pushed it out): the facade lets go of its watch. Asking again is harmless.
     pub fn observe(&mut self, h: u32) -> bool {
         self.session.get(h).map(|tl| tl.observe()).is_some()
     }
@@ -124,7 +134,7 @@ impl Core {
         }
     }
 
-    // ---- EventSource: js/eventsource.js stamps times and moves event data ----
+    // ---- EventSource: js/capture/eventsource.js stamps times and moves event data ----
 
     /// Begins one connection attempt's record (see `Session::begin_eventsource`).
     pub fn es_begin(
@@ -152,14 +162,21 @@ impl Core {
         }
     }
 
+    /// One entry of the attempt's Resource Timing `serverTiming`, as the browser parsed it
+    /// (`PerformanceServerTiming`: name, duration, description), before `es_end`.
+    pub fn es_server_timing(&mut self, h: u32, name: &str, duration: f64, description: &str) {
+        if let Some(tl) = self.session.get(h) {
+            tl.on_server_timing_entry(ServerTimingEntry::parsed_by_browser(name, duration, description));
+        }
+    }
+
     /// The attempt ended at `t`: the app called `close()`, or the connection dropped or
-    /// failed. `rt_start` and `server_timing`: the attempt's Resource Timing entry
-    /// (`startTime`, and `serverTiming` as a header value), or NaN and "" when none came
-    /// (the record's `serverTiming` is then `null`).
+    /// failed. `rt_start`: the `startTime` of the attempt's Resource Timing entry, or NaN when
+    /// none came (the record's `serverTiming` is then `null`).
     /// Returns false when the record waits for the answer's last paint (as `end`).
-    pub fn es_end(&mut self, h: u32, t: f64, closed_by_app: bool, rt_start: f64, server_timing: &str) -> bool {
+    pub fn es_end(&mut self, h: u32, t: f64, closed_by_app: bool, rt_start: f64) -> bool {
         let Some(tl) = self.session.get(h) else { return true };
-        tl.on_resource_timing((!rt_start.is_nan()).then_some((rt_start, server_timing)));
+        tl.on_resource_timing((!rt_start.is_nan()).then_some(rt_start));
         self.session.end(h, t, Outcome::eventsource_end(closed_by_app))
     }
 
@@ -190,22 +207,26 @@ impl Core {
         self.session.unloading = false;
     }
 
-    // ---- beacon transport: the core decides (queue, batching, backoff); js/transport.js sends ----
+    // ---- beacon transport: the core decides (queue, batching, backoff); js/deliver/transport.js sends ----
 
     /// When the next non-urgent flush is due (performance.now() ms), or -1 when the queue
     /// is empty.
-    pub fn transport_due_at(&self) -> f64 {
+    pub fn transport_due_at(&mut self) -> f64 {
         self.session.beacon.as_ref().and_then(BeaconQueue::due_at).unwrap_or(-1.0)
     }
 
     /// The next payload (≤ `max_bytes`), or undefined; `urgent` ignores the backoff hold.
-    /// `sent_at`: epoch ms on the records' clock (`performance.timeOrigin + t`), the
-    /// beacon's `sentAt`.
-    pub fn transport_take(&mut self, max_bytes: u32, reason: &str, urgent: bool, page: &str, t: f64, sent_at: f64) -> Option<String> {
-        self.session.beacon.as_mut()?.take(max_bytes as usize, reason, urgent, page, t, sent_at)
+    /// `reason`: why, by its code (`FlushReason::from_code`; undefined for an unknown one).
+    /// `path`: the page's path (`location.pathname`), the beacon's `page` once templated like
+    /// a record's `url` (`page_template`: the app's template for it, or ""). `sent_at`: epoch
+    /// ms on the records' clock (`performance.timeOrigin + t`), the beacon's `sentAt`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn transport_take(&mut self, max_bytes: u32, reason: u32, urgent: bool, path: &str, page_template: &str, t: f64, sent_at: f64) -> Option<String> {
+        let page = self.session.cfg.page(path, (!page_template.is_empty()).then_some(page_template));
+        self.session.beacon.as_mut()?.take(max_bytes as usize, FlushReason::from_code(reason)?, urgent, &page, t, sent_at)
     }
 
-    pub fn transport_last_batch(&self) -> u32 {
+    pub fn transport_last_batch(&mut self) -> u32 {
         self.session.beacon.as_ref().map_or(0, BeaconQueue::last_batch)
     }
 
@@ -222,27 +243,35 @@ impl Core {
         self.session.beacon.as_mut().map(BeaconQueue::drain_for_persist).unwrap_or_default()
     }
 
-    pub fn transport_restore(&mut self, text: &str, t: f64) {
+    /// Queues records, one JSON object per line: those an earlier page persisted
+    /// (`transport_persist`), and those the app's `beforeSend` returned (`take_records(true)`).
+    pub fn transport_queue(&mut self, text: &str, t: f64) {
         if let Some(tr) = self.session.beacon.as_mut() {
             tr.restore(text, t);
         }
     }
 
-    /// Finished records as a JSON array text ("" when none).
-    pub fn take_records(&mut self) -> String {
-        let recs = self.session.take_finished();
-        if recs.is_empty() {
-            return String::new();
-        }
-        let mut out = String::with_capacity(recs.iter().map(|r| r.len() + 1).sum::<usize>() + 2);
-        out.push('[');
-        for (i, r) in recs.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            out.push_str(r);
-        }
-        out.push(']');
-        out
+    /// Records as a JSON array text ("" when none): the finished ones, for `onRecord`; with
+    /// `outgoing`, those waiting for the app's `beforeSend` on their way to the beacon queue
+    /// (what it returns comes back through `transport_queue`).
+    pub fn take_records(&mut self, outgoing: bool) -> String {
+        json_array(if outgoing { self.session.take_outgoing() } else { self.session.take_finished() })
     }
+}
+
+/// JSON object texts → one JSON array text ("" for none).
+fn json_array(recs: alloc::vec::Vec<String>) -> String {
+    if recs.is_empty() {
+        return String::new();
+    }
+    let mut out = String::with_capacity(recs.iter().map(|r| r.len() + 1).sum::<usize>() + 2);
+    out.push('[');
+    for (i, r) in recs.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(r);
+    }
+    out.push(']');
+    out
 }

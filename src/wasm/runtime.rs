@@ -4,7 +4,7 @@
 //! machinery and its Unicode tables alive — about a quarter of the module — and std's
 //! dlmalloc is ~10 KB more. The core never panics by design (fuzzed/property-tested natively);
 //! should one slip through, `unreachable` traps, the JS facade catches the exception, turns
-//! measurement off and the app's request continues (js/fetch.js fences every call).
+//! measurement off and the app's request continues (js/capture/fetch.js fences every call).
 
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {

@@ -331,3 +331,30 @@ test('rum.observe before a non-stream request: the element waits for the answer 
   expect(rec.marks.firstPaint).not.toBeNull();
   expect(rec.marks.firstPaint - rec.marks.firstToken).toBeLessThanOrEqual(ONE_FRAME);
 });
+
+test('rum.observe binds the current answer as the core decides it: the newest running stream whose element the app has not named yet', async ({ page }) => {
+  await openPage(page);
+  await page.evaluate(async () => (await import('/helpers.js')).startRum());
+  const recs = await page.evaluate(async () => {
+    const h = await import('/helpers.js');
+    const { readDeltas } = await import('/demo/renderers.js');
+    const [older, newer] = [document.createElement('div'), document.createElement('div')];
+    document.body.append(older, newer);
+    const ask = (tokens) => fetch(`/v1/chat/completions?prefill_ms=50&gap_ms=30&tokens=${tokens}`, { method: 'POST', body: '{"stream":true}' });
+    // Two answers streaming at once, both with their response in, neither element named.
+    const a = await ask(10);
+    const b = await ask(20);
+    window.__rum.observe(newer); // the current answer: the newest running stream (b)
+    window.__rum.observe(older); // b's element is named now: the stream before it (a)
+    await Promise.all([readDeltas(a, (d) => older.append(d)), readDeltas(b, (d) => newer.append(d))]);
+    const of = (n) => h.waitRecord((r) => r.contentEvents === n, 8000);
+    return [await of(10), await of(20)];
+  });
+  // Each element painted its own answer to the end (swapped, the 20-token answer's element
+  // would never show its last token).
+  for (const rec of recs) {
+    expect(rec.marks.firstPaint - rec.marks.firstToken).toBeLessThanOrEqual(ONE_FRAME);
+    expect(rec.marks.lastPaint).not.toBeNull();
+    expect(rec.marks.lastPaint - rec.marks.lastToken).toBeLessThanOrEqual(ONE_FRAME);
+  }
+});

@@ -2,7 +2,7 @@
 // collector URL is intercepted (page.route sees fetch and sendBeacon alike) and answered as
 // each test scripts it. The real collector process is exercised in collector.spec.js.
 import { test, expect } from '@playwright/test';
-import { testId, truth, openPage } from './util.js';
+import { testId, truth, openPage, setVisibility } from './util.js';
 
 /**
  * Intercepts beacons to /rum; `answer(n)` → status for the n-th (default 204). Routed on
@@ -110,13 +110,7 @@ test('hidden mid-stream: a partial record goes out by sendBeacon, the completed 
   await start(page);
   const done = stream(page, 'prefill_ms=50&gap_ms=30&tokens=60');
   await new Promise((r) => setTimeout(r, 700));
-  // Emulated visibility change (headless pages are always "visible").
-  const setVisibility = (state) =>
-    page.evaluate((state) => {
-      Object.defineProperty(document, 'visibilityState', { value: state, configurable: true });
-      document.dispatchEvent(new Event('visibilitychange'));
-    }, state);
-  await setVisibility('hidden');
+  await setVisibility(page, 'hidden');
   await until(() => beacons.length >= 1);
   const partial = beacons[0];
   expect(partial.type).toBe('ping'); // sendBeacon
@@ -125,7 +119,7 @@ test('hidden mid-stream: a partial record goes out by sendBeacon, the completed 
   expect(p.outcome).toBe('partial');
   expect(p.hidden).toBe(true);
   expect(p.ttft).toBeGreaterThan(0);
-  await setVisibility('visible');
+  await setVisibility(page, 'visible');
   const { rec } = await done;
   await until(() => records(beacons).some((r) => r.outcome === 'ok'));
   const final = records(beacons).find((r) => r.outcome === 'ok');

@@ -26,6 +26,13 @@ export async function openPage(page, { coi = false } = {}) {
   return errors;
 }
 
+/** Emulates a visibility change (headless pages are always "visible"). */
+export const setVisibility = (page, state) =>
+  page.evaluate((state) => {
+    Object.defineProperty(document, 'visibilityState', { value: state, configurable: true });
+    document.dispatchEvent(new Event('visibilitychange'));
+  }, state);
+
 /** Nearest-rank percentile (rank ceil(q·n)), the definition the core's histogram estimates. */
 export function percentile(values, q) {
   const s = [...values].sort((a, b) => a - b);

@@ -1,5 +1,5 @@
 //! The beacon queue and its policy: the core decides what to send and when; the JS sender
-//! (js/transport.js) only moves payloads and reports outcomes.
+//! (js/deliver/transport.js) only moves payloads and reports outcomes.
 //!
 //! Records wait here as finished JSON texts. The policy: flush a little after a record
 //! completes (`FLUSH_DELAY_MS`), at once past `FLUSH_BYTES`, urgently when the page hides;
@@ -15,6 +15,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use crate::core::beacon::reason::FlushReason;
 use crate::core::beacon::retry;
 use crate::core::util::json_read;
 use crate::core::util::json_write::{push_string, push_u64};
@@ -90,6 +91,10 @@ impl BeaconQueue {
     pub fn dropped(&self) -> u32 {
         self.dropped
     }
+    /// A record was lost before it reached the queue: counted into the next payload.
+    pub fn dropped_one(&mut self) {
+        self.dropped += 1;
+    }
 
     fn remove_id(&mut self, id: &str) -> bool {
         match self.queue.iter().position(|it| it.id == id) {
@@ -138,7 +143,7 @@ impl BeaconQueue {
     /// record exceeds the allowance). Its batch number is `last_batch()`. `sent_at`: now, in
     /// epoch ms on the records' `startEpochMs` clock, written as `sentAt` (whole ms) so the
     /// collector can correct the client's clock skew; omitted when negative.
-    pub fn take(&mut self, max_bytes: usize, reason: &str, urgent: bool, page: &str, t: f64, sent_at: f64) -> Option<String> {
+    pub fn take(&mut self, max_bytes: usize, reason: FlushReason, urgent: bool, page: &str, t: f64, sent_at: f64) -> Option<String> {
         if !urgent && t < self.hold_until {
             return None;
         }
@@ -168,7 +173,7 @@ impl BeaconQueue {
         out.push_str(",\"page\":");
         push_string(&mut out, page);
         out.push_str(",\"reason\":");
-        push_string(&mut out, reason);
+        push_string(&mut out, reason.as_str());
         out.push_str(",\"dropped\":");
         push_u64(&mut out, self.dropped as u64);
         if sent_at >= 0.0 {
@@ -248,7 +253,8 @@ impl BeaconQueue {
         out
     }
 
-    /// Re-queues records persisted by a previous page (`drain_for_persist` output).
+    /// Queues records given one per line: persisted by a previous page (`drain_for_persist`
+    /// output), or returned by the app's `beforeSend`.
     pub fn restore(&mut self, text: &str, t: f64) {
         for line in text.split('\n') {
             if line.ends_with('}') {
@@ -284,8 +290,8 @@ mod tests {
         }
         assert!(tr.queued_bytes() >= FLUSH_BYTES);
         assert!(tr.is_due(200.0), "size trigger");
-        let p = tr.take(MAX_PAYLOAD, "size", false, "/chat", 200.0, 1_764_000_000_200.4).unwrap();
-        assert!(p.starts_with("{\"v\":1,\"sdk\":\"llm-rum/0.1.0\",\"session\":\"s1\",\"page\":\"/chat\",\"reason\":\"size\",\"dropped\":0,\"sentAt\":1764000000200,\"records\":[{\"id\":\""));
+        let p = tr.take(MAX_PAYLOAD, FlushReason::Timer, false, "/chat", 200.0, 1_764_000_000_200.4).unwrap();
+        assert!(p.starts_with("{\"v\":1,\"sdk\":\"llm-rum/0.1.0\",\"session\":\"s1\",\"page\":\"/chat\",\"reason\":\"timer\",\"dropped\":0,\"sentAt\":1764000000200,\"records\":[{\"id\":\""));
         assert_eq!(ids(&p).len(), 39);
         assert_eq!(tr.queued(), 0);
         assert_eq!(tr.due_at(), None);
@@ -298,7 +304,7 @@ mod tests {
             tr.push(rec(i, 2000), 0.0);
         }
         let mut seen = Vec::new();
-        while let Some(p) = tr.take(MAX_PAYLOAD, "manual", false, "/", 0.0, -1.0) {
+        while let Some(p) = tr.take(MAX_PAYLOAD, FlushReason::Manual, false, "/", 0.0, -1.0) {
             assert!(p.len() <= MAX_PAYLOAD, "{}", p.len());
             seen.extend(ids(&p));
             let b = tr.last_batch();
@@ -309,36 +315,36 @@ mod tests {
         // A smaller allowance (keepalive quota, refused sendBeacon) gives smaller payloads.
         tr.push(rec(1, 2000), 0.0);
         tr.push(rec(2, 2000), 0.0);
-        let p = tr.take(3000, "hidden", true, "/", 0.0, -1.0).unwrap();
+        let p = tr.take(3000, FlushReason::Hidden, true, "/", 0.0, -1.0).unwrap();
         assert_eq!(ids(&p).len(), 1);
-        assert!(tr.take(100, "hidden", true, "/", 0.0, -1.0).is_none(), "a record larger than allowed waits");
+        assert!(tr.take(100, FlushReason::Hidden, true, "/", 0.0, -1.0).is_none(), "a record larger than allowed waits");
     }
 
     #[test]
     fn retry_with_backoff_jitter_and_retry_after() {
         let mut tr = BeaconQueue::new("sdk", "s");
         tr.push(rec(1, 10), 0.0);
-        tr.take(MAX_PAYLOAD, "timer", false, "/", 1000.0, -1.0).unwrap();
+        tr.take(MAX_PAYLOAD, FlushReason::Timer, false, "/", 1000.0, -1.0).unwrap();
         let b = tr.last_batch();
         tr.result(b, 1000.0, 503, -1.0, 1.0);
         assert_eq!(tr.queued(), 1, "back in the queue");
         assert_eq!(tr.due_at(), Some(2000.0), "1 s backoff (jitter 1.0 → 100 %)");
-        assert!(tr.take(MAX_PAYLOAD, "timer", false, "/", 1500.0, -1.0).is_none(), "held");
-        assert!(tr.take(MAX_PAYLOAD, "timer", false, "/", 2000.0, -1.0).is_some());
+        assert!(tr.take(MAX_PAYLOAD, FlushReason::Timer, false, "/", 1500.0, -1.0).is_none(), "held");
+        assert!(tr.take(MAX_PAYLOAD, FlushReason::Timer, false, "/", 2000.0, -1.0).is_some());
         tr.result(tr.last_batch(), 2000.0, 0, -1.0, 0.0);
         assert_eq!(tr.due_at(), Some(3000.0), "2 s × 50 % jitter floor");
-        tr.take(MAX_PAYLOAD, "timer", false, "/", 3000.0, -1.0).unwrap();
+        tr.take(MAX_PAYLOAD, FlushReason::Timer, false, "/", 3000.0, -1.0).unwrap();
         tr.result(tr.last_batch(), 3000.0, 429, 30_000.0, 0.0);
         assert_eq!(tr.due_at(), Some(33_000.0), "Retry-After wins when longer");
         // Urgent sends ignore the hold: the page is going away.
-        assert!(tr.take(MAX_PAYLOAD, "pagehide", true, "/", 3001.0, -1.0).is_some());
+        assert!(tr.take(MAX_PAYLOAD, FlushReason::Pagehide, true, "/", 3001.0, -1.0).is_some());
         tr.result(tr.last_batch(), 0.0, 200, -1.0, 0.0);
         assert_eq!(tr.queued(), 0);
         // The cap: after many failures, never more than 60 s.
         tr.push(rec(2, 10), 0.0);
         for k in 0..20 {
             let t = 100_000.0 * (k + 1) as f64;
-            tr.take(MAX_PAYLOAD, "retry", false, "/", t, -1.0).unwrap();
+            tr.take(MAX_PAYLOAD, FlushReason::Timer, false, "/", t, -1.0).unwrap();
             tr.result(tr.last_batch(), t, 500, -1.0, 1.0);
             assert!(tr.due_at().unwrap() - t <= retry::BACKOFF_CAP_MS);
         }
@@ -349,12 +355,12 @@ mod tests {
         let mut tr = BeaconQueue::new("sdk", "s");
         tr.push(rec(1, 10), 0.0);
         tr.push(rec(2, 10), 0.0);
-        tr.take(MAX_PAYLOAD, "timer", false, "/", 1000.0, -1.0).unwrap();
+        tr.take(MAX_PAYLOAD, FlushReason::Timer, false, "/", 1000.0, -1.0).unwrap();
         tr.result(tr.last_batch(), 1000.0, 400, -1.0, 0.5);
         assert_eq!(tr.queued(), 0);
         assert_eq!(tr.dropped(), 2);
         tr.push(rec(3, 10), 1000.0);
-        let p = tr.take(MAX_PAYLOAD, "timer", false, "/", 5000.0, -1.0).unwrap();
+        let p = tr.take(MAX_PAYLOAD, FlushReason::Timer, false, "/", 5000.0, -1.0).unwrap();
         assert!(p.contains("\"dropped\":2,"), "reported in the next payload");
         assert_eq!(tr.dropped(), 0);
     }
@@ -367,7 +373,7 @@ mod tests {
         }
         assert_eq!(tr.queued(), MAX_QUEUE_RECORDS);
         assert_eq!(tr.dropped(), 10);
-        let p = tr.take(MAX_PAYLOAD, "manual", false, "/", 0.0, -1.0).unwrap();
+        let p = tr.take(MAX_PAYLOAD, FlushReason::Manual, false, "/", 0.0, -1.0).unwrap();
         assert_eq!(ids(&p)[0], format!("{:016x}", 10), "oldest went first");
         let mut big = BeaconQueue::new("sdk", "s");
         for i in 0..2000 {
@@ -382,15 +388,15 @@ mod tests {
         tr.push("{\"id\":\"00000000000000aa\",\"outcome\":\"partial\"}".into(), 0.0);
         tr.push(rec(1, 1), 0.0);
         tr.push("{\"id\":\"00000000000000aa\",\"outcome\":\"ok\"}".into(), 0.0);
-        let p = tr.take(MAX_PAYLOAD, "manual", false, "/", 0.0, -1.0).unwrap();
+        let p = tr.take(MAX_PAYLOAD, FlushReason::Manual, false, "/", 0.0, -1.0).unwrap();
         assert_eq!(ids(&p), vec![format!("{:016x}", 1), "00000000000000aa".to_string()]);
         assert!(!p.contains("partial"));
         // A failed batch does not resurrect a record superseded meanwhile.
         tr.push("{\"id\":\"00000000000000bb\",\"outcome\":\"partial\"}".into(), 0.0);
-        tr.take(MAX_PAYLOAD, "hidden", true, "/", 0.0, -1.0).unwrap();
+        tr.take(MAX_PAYLOAD, FlushReason::Hidden, true, "/", 0.0, -1.0).unwrap();
         tr.push("{\"id\":\"00000000000000bb\",\"outcome\":\"ok\"}".into(), 0.0);
         tr.result(tr.last_batch(), 0.0, 0, -1.0, 0.0);
-        let p = tr.take(MAX_PAYLOAD, "pagehide", true, "/", 0.0, -1.0).unwrap();
+        let p = tr.take(MAX_PAYLOAD, FlushReason::Pagehide, true, "/", 0.0, -1.0).unwrap();
         assert_eq!(ids(&p), vec!["00000000000000bb".to_string()]);
         assert!(p.contains("\"ok\""));
     }
@@ -401,7 +407,7 @@ mod tests {
         for i in 0..5 {
             tr.push(rec(i, 100), 0.0);
         }
-        tr.take(700, "hidden", true, "/", 0.0, -1.0).unwrap(); // one in flight, unacknowledged
+        tr.take(700, FlushReason::Hidden, true, "/", 0.0, -1.0).unwrap(); // one in flight, unacknowledged
         let text = tr.drain_for_persist();
         assert_eq!(text.lines().count(), 5, "in-flight ones too");
         assert_eq!(tr.queued(), 0);
@@ -412,7 +418,7 @@ mod tests {
         next.restore(&text, 50.0);
         next.restore("garbage\n{\"x\":1}\n", 50.0);
         assert_eq!(next.queued(), 5, "same ids replace, garbage is ignored");
-        let p = next.take(MAX_PAYLOAD, "restore", false, "/", 50.0, -1.0).unwrap();
+        let p = next.take(MAX_PAYLOAD, FlushReason::Restore, false, "/", 50.0, -1.0).unwrap();
         assert_eq!(ids(&p).len(), 5);
     }
 }

@@ -37,7 +37,7 @@ fn server_timing(tl: &Timeline, w: &mut JsonWriter) {
     w.end_array();
 }
 
-/// Encodes the record. `cfg` supplies the budgets.
+/// Encodes the record. `cfg` supplies the budgets and how URLs are recorded.
 pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
     let id = &tl.ident;
     let seen = Seen::of(tl);
@@ -58,7 +58,7 @@ pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
     w.key("sampled");
     w.bool(id.trace.sampled());
     w.key("url");
-    w.str(&id.url);
+    w.str(&cfg.record_url(&id.url, id.route.as_deref()));
     w.key("method");
     w.str(&id.method);
     w.key("transport");

@@ -29,7 +29,9 @@ impl Outcome {
             Outcome::Error
         }
     }
-    /// The code the JS glue passes (kept numeric so no string crosses per request end).
+    /// The code the JS glue passes (kept numeric so no string crosses per request end):
+    /// 0 ok, 1 aborted, 2 error, 3 partial — and `FORGET`, which is no outcome at all.
+    /// js/capture/requests.js names the same codes (tests/wire_contract.rs compares them).
     pub fn from_code(code: u32) -> Outcome {
         match code {
             0 => Outcome::Ok,
@@ -39,6 +41,10 @@ impl Outcome {
         }
     }
 }
+
+/// The facade's code for "forget the request, no record": it turned out not to be measurable
+/// (an opaque response, an EventSource the browser refused to construct).
+pub const FORGET: u32 = 4;
 
 /// Where the record's trace id came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

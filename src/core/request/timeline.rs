@@ -33,8 +33,11 @@ pub struct Identity {
     pub id: String,
     pub trace: TraceContext,
     pub trace_source: TraceSource,
-    /// Absolute URL, query stripped unless configured otherwise.
+    /// The request's absolute URL, query stripped unless configured otherwise. Its recorded
+    /// form (ids templated) is made when the record is encoded (`Config::record_url`).
     pub url: String,
+    /// The app's route template for it (`urlTemplates`), when one matched.
+    pub route: Option<String>,
     pub method: String,
     pub start_epoch_ms: f64,
 }
@@ -188,6 +191,20 @@ impl Timeline {
     /// The raw `Server-Timing` header (fetch joins repeated headers with ", ").
     pub fn on_server_timing(&mut self, header: &str) {
         parse_server_timing(header, &mut self.server_timing);
+        self.server_timing_added();
+    }
+
+    /// One entry of an EventSource attempt's Resource Timing `serverTiming`, as the browser
+    /// parsed it (`ServerTimingEntry::parsed_by_browser`); `on_resource_timing` follows.
+    pub fn on_server_timing_entry(&mut self, entry: ServerTimingEntry) {
+        if self.server_timing.len() < MAX_SERVER_TIMING {
+            self.server_timing.push(entry);
+        }
+    }
+
+    /// Bounds the entries; a `trace;desc=` among them names the server's trace when nothing
+    /// else did.
+    fn server_timing_added(&mut self) {
         self.server_timing.truncate(MAX_SERVER_TIMING);
         if self.ident.trace_source == TraceSource::None {
             if let Some(tc) = from_server_timing(&self.server_timing) {
@@ -376,14 +393,15 @@ impl Timeline {
     }
 
     /// An EventSource attempt's Resource Timing entry, read when it ended: its request start
-    /// (`startTime`) and `serverTiming` as a header value — or `None` when no entry came
-    /// (WebKit creates none for an EventSource): the server's timing was then invisible,
-    /// which the record says with `serverTiming: null`, not `[]` ("the server sent none").
-    pub fn on_resource_timing(&mut self, entry: Option<(f64, &str)>) {
-        match entry {
-            Some((start, server_timing)) => {
+    /// (`startTime`; its `serverTiming` entries came just before, by `on_server_timing_entry`) — or
+    /// `None` when no entry came (WebKit creates none for an EventSource): the server's timing
+    /// was then invisible, which the record says with `serverTiming: null`, not `[]` ("the
+    /// server sent none").
+    pub fn on_resource_timing(&mut self, start: Option<f64>) {
+        match start {
+            Some(start) => {
                 self.rebase_start(start);
-                self.on_server_timing(server_timing);
+                self.server_timing_added();
             }
             None => self.server_timing_seen = false,
         }

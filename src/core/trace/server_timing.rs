@@ -58,6 +58,20 @@ pub struct ServerTimingEntry {
     pub desc: Option<String>,
 }
 
+impl ServerTimingEntry {
+    /// An entry the browser parsed already (a Resource Timing entry's `PerformanceServerTiming`:
+    /// `name`, `duration`, `description`), bounded like a parsed one — no round trip through the
+    /// header grammar. The browser reports an absent `dur` as 0 and an absent `desc` as "":
+    /// both read as absent here, as a bare `name` in the header would.
+    pub fn parsed_by_browser(name: &str, duration: f64, description: &str) -> ServerTimingEntry {
+        ServerTimingEntry {
+            name: bounded(name),
+            dur: (duration != 0.0).then_some(duration),
+            desc: (!description.is_empty()).then(|| bounded(description)),
+        }
+    }
+}
+
 /// Parses one `Server-Timing` header value (or several joined with ", "), appending entries to
 /// `out` until `out` holds `MAX_ENTRIES`. Never panics; malformed parts are skipped as described
 /// in the module docs.

@@ -118,7 +118,7 @@ export async function byob({ id }) {
 /**
  * Abort mid-stream: the app's read rejects with AbortError; the record says aborted. Repeated
  * with garbage made before each abort: the SDK's own Request (carrying the traceparent) must
- * not lose the app's signal when it is collected (a WebKit bug, see js/fetch.js `held`).
+ * not lose the app's signal when it is collected (a WebKit bug, see js/capture/fetch.js `held`).
  */
 export async function abort({ id, times = 6 }) {
   const out = [];

@@ -1,6 +1,8 @@
-// What the person saw (issue 3): which element shows which answer, and when frames painted
-// it. This file stamps times and reads text lengths; the core (src/core/paint/, record/seen.rs)
-// matches arrivals to paints and computes every metric.
+// What the person saw: which element shows which answer, and when frames painted it. This
+// file stamps times and reads text lengths; the core (src/core/paint/, record/seen.rs) matches
+// arrivals to paints and computes every metric — and decides which request is current
+// (`current_answer`) and which it still holds (`observe` answers false for one it let go of):
+// this file keeps no list of requests.
 //
 // Per frame that follows a text change in an observed element, a paint bracket:
 //   requestAnimationFrame callback → lower bound (the frame's rendering update has begun:
@@ -53,32 +55,18 @@ function tailText(el, n) {
 }
 
 /**
- * The page clock's step: performance.now() is coarsened (HR-Time §"coarsen time") to 5 µs on
- * a cross-origin isolated page and 100 µs otherwise in Chromium, to 1 ms in Firefox and WebKit,
- * possibly with jitter at the step boundaries, so any time read from it is within one step of
- * the true time. Measured once by init(): the smallest difference between consecutive distinct
- * readings over two ticks (≤ ~2 ms of spinning where the step is 1 ms, ~0.2 ms in Chromium;
- * capped at 5 ms). The core adds it to the brackets' half widths for `paintErrorMs`.
+ * What a Watch needs from the paint state.
+ * @typedef {object} PaintState
+ * @property {import('../core.js').Core} core
+ * @property {(err: unknown) => void} fail  a browser API of paint observation failed: paint
+ *   metrics off (requests stay measured)
+ * @property {(w: Watch) => void} done  the record completed: stop watching, deliver it
+ * @property {(w: Watch) => void} drop  no more paints will come: finish the record if it ended
  */
-export function clockStep() {
-  const t0 = performance.now();
-  let a = t0;
-  let step = Infinity;
-  for (let ticks = 0; ticks < 2; ) {
-    const b = performance.now();
-    if (b !== a) {
-      step = Math.min(step, b - a);
-      a = b;
-      ticks++;
-    }
-    if (b - t0 > 5) break;
-  }
-  return Number.isFinite(step) ? step : 5;
-}
 
 class Watch {
   /**
-   * @param {object} p  the paint state (core access, deliver)
+   * @param {PaintState} p
    * @param {number} h  the request's handle
    * @param {Node} el   the observed element
    * @param {boolean} explicit  from rum.observe (else the `observe` container)
@@ -169,7 +157,7 @@ class Watch {
   painted() {
     this.waiting = false;
     if (!this.live) return;
-    if (!this.p.live()) {
+    if (!this.p.core.live()) {
       this.stop(); // measurement was disabled: nothing to report to
       return;
     }
@@ -177,7 +165,7 @@ class Watch {
     // Half the bracket in clock readings: the text was read at the lower bound, which is where
     // the core caps what this frame can show. The clock's step is added once, in the core.
     const err = (hi - this.lo) / 2;
-    if (this.p.call((core) => core.paint(this.h, (this.lo + hi) / 2, this.shown, err, this.probe))) this.p.done(this);
+    if (this.p.core.fenced((core) => core.paint(this.h, (this.lo + hi) / 2, this.shown, err, this.probe), false)) this.p.done(this);
   }
 
   /** The stream ended but its end is not painted yet: give the page a while to paint it. */
@@ -200,47 +188,40 @@ class Watch {
 }
 
 /**
- * `ctx`: live() → core or null, fail(err), deliver(). `opts`: the normalised options
- * (`observe`, `nativePaintTimes`). Returns the hooks fetch/EventSource call and rum.observe.
+ * The paint hooks the request wrappers call (through their Capture) and rum.observe.
+ * @param {import('../core.js').Core} core
+ * @param {{ observe: Element | string | null, nativePaintTimes: boolean }} opts
+ * @param {(key: string, message: string, err?: unknown) => void} warnOnce
+ * @param {() => void} deliver  hands finished records on (deliver/records.js)
  */
-export function makePaint(ctx, opts) {
+export function makePaint(core, opts, warnOnce, deliver) {
   const watches = new Map(); // handle → Watch
-  const running = []; // requests not yet ended, in begin order
-  const confirmed = new Set(); // of those, the ones whose response is measured
   const containers = new Map(); // handle → { el, base }: the `observe` container at its start
   let pending = null; // rum.observe(el) waiting for a measured request
   let perf = null;
   let stopped = false;
+  /** Tells the core `h`'s element is observed; false when the core let go of `h`. */
+  const observed = (h) => core.fenced((c) => c.observe(h), false);
 
+  /** @type {PaintState} */
   const p = {
+    core,
     // A browser API of paint observation failed (missing or throwing): paint metrics end for
     // this page, with one warning; requests stay measured. (Core failures go through
-    // `call`, which disables the SDK.)
+    // `core.fenced`, which disables the SDK.)
     fail(e) {
-      ctx.warnOnce('paint', 'paint metrics off: paint observation failed in this browser; requests are still measured', e);
+      warnOnce('paint', 'paint metrics off: paint observation failed in this browser; requests are still measured', e);
       api.stop();
     },
-    live: () => !!ctx.live(),
-    call(fn) {
-      const core = ctx.live();
-      if (!core) return false;
-      try {
-        return fn(core);
-      } catch (e) {
-        ctx.fail(e);
-        return false;
-      }
-    },
-    /** The record completed: stop watching, hand it on. */
     done(w) {
       w.stop();
       if (watches.get(w.h) === w) watches.delete(w.h);
       if (!watches.size) unobservePerf();
-      ctx.deliver();
+      deliver();
     },
-    /** No more paints will come (timeout, element removed): finish the record if it ended. */
     drop(w) {
-      if (!running.includes(w.h)) p.call((core) => core.finish(w.h, performance.now()));
+      // The core finishes an ended request's record now, and leaves a running one alone.
+      core.fenced((c) => c.finish(w.h, performance.now()));
       p.done(w);
     },
   };
@@ -259,7 +240,7 @@ export function makePaint(ctx, opts) {
     const listen = (type, fn) => {
       if (!types.includes(type)) return;
       try {
-        const o = new PerformanceObserver((list) => p.call((core) => list.getEntries().forEach((e) => fn(core, e))));
+        const o = new PerformanceObserver((list) => core.fenced((c) => list.getEntries().forEach((e) => fn(c, e))));
         o.observe({ type });
         perf.push(o);
       } catch {
@@ -268,8 +249,8 @@ export function makePaint(ctx, opts) {
     };
     const refine = opts.nativePaintTimes;
     // Long Animation Frames (W3C LoAF): blame for render stalls, and the frame's paintTime.
-    listen('long-animation-frame', (core, e) => {
-      if (refine && e.paintTime > 0) core.native_paint(e.paintTime, 0);
+    listen('long-animation-frame', (c, e) => {
+      if (refine && e.paintTime > 0) c.native_paint(e.paintTime, 0);
       let top = null;
       for (const s of e.scripts || []) if (!top || s.duration > top.duration) top = s;
       if (!top) return;
@@ -284,22 +265,15 @@ export function makePaint(ctx, opts) {
         invoker = 'stream-read';
         source = '';
       }
-      core.long_frame(e.startTime, e.duration, invoker, source, top.duration);
+      c.long_frame(e.startTime, e.duration, invoker, source, top.duration);
     });
     // Paints that follow an interaction (Chromium's interaction-contentful-paint).
-    if (refine) listen('interaction-contentful-paint', (core, e) => e.paintTime > 0 && core.native_paint(e.paintTime, 0));
+    if (refine) listen('interaction-contentful-paint', (c, e) => e.paintTime > 0 && c.native_paint(e.paintTime, 0));
   }
 
   function unobservePerf() {
     if (perf) perf.forEach((o) => o.disconnect());
     perf = null;
-  }
-
-  /** Stops tracking `h` (pushed out of the bounded list). */
-  function forget(h) {
-    confirmed.delete(h);
-    containers.delete(h);
-    if (watches.has(h)) p.drop(watches.get(h));
   }
 
   function watch(h, el, explicit, base) {
@@ -314,7 +288,7 @@ export function makePaint(ctx, opts) {
       p.fail(e);
       return null;
     }
-    if (!p.call((core) => core.observe(h))) {
+    if (!observed(h)) {
       w.stop();
       return null;
     }
@@ -322,6 +296,9 @@ export function makePaint(ctx, opts) {
     observePerf();
     return w;
   }
+
+  /** Whether the app named `h`'s answer element (rum.observe), rather than a container. */
+  const named = (h) => !!(watches.get(h) || {}).explicit;
 
   const api = {
     /**
@@ -331,37 +308,32 @@ export function makePaint(ctx, opts) {
      */
     began(h) {
       if (stopped) return;
-      running.push(h);
-      // The core keeps at most `max_in_flight` requests (a body the app never finishes is then
-      // ended `partial`); so does this list, and the oldest one's watch goes with it.
-      const core = ctx.live();
-      if (core && running.length > core.max_in_flight) forget(running.shift());
+      // Let go of the watches of requests the core let go of: it keeps a bounded number in
+      // flight (a body the app never finishes is pushed out, ended `partial`). A container's
+      // note goes when its request settles (`confirmed` or `ended`), as every request does.
+      for (const w of [...watches.values()]) if (!observed(w.h)) p.drop(w);
       const el = resolve(opts.observe);
       if (el) containers.set(h, { el, base: el.textContent.length });
     },
-    /** The response of `h` is measured: bind the pending explicit element, or the container. */
+    /**
+     * The response of `h` is measured: bind the pending explicit element, or the container.
+     * (A request the core no longer holds binds nothing: `watch` fails.)
+     */
     confirmed(h) {
-      if (stopped || !running.includes(h)) return;
-      confirmed.add(h);
-      if (pending) {
-        const el = pending;
-        pending = null;
-        containers.delete(h);
-        watch(h, el, true, 0);
-        return;
-      }
+      if (stopped) return;
       const c = containers.get(h);
       containers.delete(h);
+      if (pending) {
+        if (watch(h, pending, true, 0)) pending = null;
+        return;
+      }
       if (!c || !c.el.isConnected) return;
+      const w = watch(h, c.el, false, c.base);
       // One answer at a time in a container: the newest stream owns its growth.
-      for (const w of [...watches.values()]) if (!w.explicit && w.el === c.el) p.drop(w);
-      watch(h, c.el, false, c.base);
+      if (w) for (const o of [...watches.values()]) if (o !== w && !o.explicit && o.el === c.el) p.drop(o);
     },
-    /** core.end / es_end returned `done` for `h`. */
+    /** The core ended `h` (end / es_end); `done`: its record is finished. */
     ended(h, done) {
-      const i = running.indexOf(h);
-      if (i >= 0) running.splice(i, 1);
-      confirmed.delete(h);
       containers.delete(h);
       const w = watches.get(h);
       if (done) {
@@ -369,17 +341,24 @@ export function makePaint(ctx, opts) {
         return;
       }
       if (w) w.ended();
-      else p.call((core) => core.finish(h, performance.now()));
+      else core.fenced((c) => c.finish(h, performance.now()));
     },
     /**
-     * rum.observe(el): the answer element of the current request (the newest measured one
-     * without an explicit element), or else of the next measured one.
+     * rum.observe(el): the answer element of the current answer — the newest running request
+     * with a measured response whose element the app has not named, as the core decides it —
+     * or else of the next measured one.
      */
     observe(target) {
       const el = resolve(target);
       if (!el || stopped) return () => {};
-      const h = [...running].reverse().find((x) => confirmed.has(x) && !(watches.get(x) || {}).explicit);
-      if (h !== undefined && !pending) {
+      const h = pending
+        ? 0
+        : core.fenced((c) => {
+            let x = c.current_answer(0);
+            while (x && named(x)) x = c.current_answer(x);
+            return x;
+          }, 0);
+      if (h) {
         const w = watch(h, el, true, 0);
         return () => w && w.live && p.drop(w);
       }
@@ -395,8 +374,6 @@ export function makePaint(ctx, opts) {
       for (const w of [...watches.values()]) p.drop(w);
       unobservePerf();
       pending = null;
-      running.length = 0;
-      confirmed.clear();
       containers.clear();
     },
   };

@@ -32,17 +32,23 @@ const attrs = (pairs) => pairs.filter(([, v]) => v !== null && v !== undefined).
 /** A child span id: the record id with its last byte varied (unique within the trace). */
 const childId = (rid, i) => rid.slice(0, 14) + ((parseInt(rid.slice(14), 16) ^ (i + 1)) & 255).toString(16).padStart(2, '0');
 
-function spans(r) {
+function spans(r, templated) {
   const t0 = r.startEpochMs;
   const m = r.marks;
   const at = (off) => nanos(t0 + off);
   const end = m.end ?? m.lastToken ?? 0;
+  // The path as recorded (not re-parsed: URL() would percent-encode a `{id}` template).
   let path = r.url;
   try {
-    path = new URL(r.url).pathname;
+    const { origin } = new URL(r.url);
+    if (path.startsWith(origin)) path = path.slice(origin.length).split(/[?#]/)[0] || '/';
   } catch {
     /* keep the url */
   }
+  // With id templating on (the default) the path is the route's template: `url.template`,
+  // and the span name is `{method} {url.template}` (HTTP client span semantic conventions);
+  // without it, the raw path would make every conversation its own span name: `{method}`.
+  const template = templated ? path : null;
   const events = [];
   const ev = (name, off, a = []) => off != null && events.push({ timeUnixNano: at(off), name, attributes: a });
   ev('llm_rum.first_token', m.firstToken);
@@ -54,14 +60,16 @@ function spans(r) {
   const main = {
     traceId: r.traceId,
     spanId: r.spanId,
-    name: `${r.method} ${path}`,
+    name: template ? `${r.method} ${template}` : r.method,
     kind: CLIENT,
     startTimeUnixNano: at(0),
     endTimeUnixNano: at(end),
     attributes: attrs([
       // OpenTelemetry semantic conventions where one exists (HTTP client, GenAI usage).
       ['http.request.method', r.method],
+      // The recorded URL: query stripped, ids templated (no id leaves the page).
       ['url.full', r.url],
+      ['url.template', template],
       ['http.response.status_code', r.status || null],
       ['gen_ai.usage.output_tokens', r.outputTokens],
       ['llm_rum.record_id', r.id],
@@ -114,11 +122,12 @@ function spans(r) {
 
 /**
  * A v1 beacon payload (from the core's queue) → an ExportTraceServiceRequest JSON text.
+ * `templated`: the records' paths are route templates (the `templateIds` option).
  * Partial records are left out: OTLP backends do not dedupe, and the completed span follows.
  */
-export function toOtlp(payload) {
+export function toOtlp(payload, templated = true) {
   const b = JSON.parse(payload);
-  const all = b.records.filter((r) => r.outcome !== 'partial').flatMap(spans);
+  const all = b.records.filter((r) => r.outcome !== 'partial').flatMap((r) => spans(r, templated));
   return JSON.stringify({
     resourceSpans: [
       {

@@ -7,11 +7,19 @@
 //   next page load;
 // - text/plain bodies: a CORS-safelisted content type, so no preflight (Fetch §3.2.3).
 // The SDK's own requests use the native fetch, so it never measures its beacons.
+// Every call into the core goes through `core.fenced` (core.js). Each flush names its reason
+// by code (codes.js FLUSH_*), one of the core's closed set (src/core/beacon/reason.rs).
+
+import { warn } from '../warn.js';
+import { base, templateOf } from '../options.js';
+import { FLUSH_TIMER, FLUSH_MANUAL, FLUSH_ONLINE, FLUSH_RESTORE } from '../codes.js';
 
 const MIN_PAYLOAD = 4 * 1024;
 const KEEPALIVE_QUOTA = 64 * 1024;
 const PERSIST_KEY = 'llm-rum:queue';
 const PERSIST_MAX = 256 * 1024;
+/** Payloads one flush sends at most (a bound on the loop, not a policy: the core's queue is). */
+const MAX_SENDS = 64;
 
 /** Retry-After (seconds or an HTTP date) in ms, or -1. */
 function retryAfter(res) {
@@ -24,53 +32,88 @@ function retryAfter(res) {
 }
 
 /**
- * `live()` → the core or null; `url` the collector; `nativeFetch`; `fail(e)` disables;
- * `encode`: null for the v1 JSON beacon, or a payload → OTLP/HTTP JSON converter (otlp.js).
- * Returns { schedule(), flush(reason), urgent(reason), restore(), stop() }.
+ * @typedef {object} Transport
+ * @property {() => void} schedule  (re)arms the timer for the queue's next due flush
+ * @property {() => Promise<void>} flush  sends what may go now (`manual`); resolves when the
+ *   sends were handed to the browser and answered
+ * @property {(reason: number) => void} urgent  the page hides or unloads: sendBeacon now
+ * @property {() => void} stop
  */
-export function makeTransport(live, url, nativeFetch, fail, encode) {
+
+/**
+ * Starts the sender for the `collector` option: the OTLP exporter is loaded first when chosen
+ * (its own chunk; if it does not load, v1 JSON beacons with one warning), and records an
+ * earlier page load persisted are sent.
+ * @param {import('../core.js').Core} core
+ * @param {{ collector: string, exporter: 'json' | 'otlp', templateIds: boolean,
+ *   urlTemplates: { match: string | RegExp, template: string }[] }} opts
+ * @param {typeof fetch} nativeFetch
+ * @returns {Promise<Transport>}
+ */
+export async function startTransport(core, opts, nativeFetch) {
+  let encode = null;
+  if (opts.exporter === 'otlp') {
+    try {
+      const { toOtlp } = await import('./otlp.js');
+      encode = (payload) => toOtlp(payload, opts.templateIds);
+    } catch (e) {
+      warn('the OTLP exporter did not load; sending v1 JSON beacons', e);
+    }
+  }
+  const template = (href) => templateOf(opts.urlTemplates, href);
+  const transport = makeTransport(core, new URL(opts.collector, base()).href, nativeFetch, encode, template);
+  transport.restore();
+  return transport;
+}
+
+/**
+ * `url` the collector; `encode`: null for the v1 JSON beacon, or a payload → OTLP/HTTP JSON
+ * converter (otlp.js); `template(href)`: the app's route template for the page, or ''.
+ * @param {import('../core.js').Core} core
+ * @param {string} url
+ * @param {typeof fetch} nativeFetch
+ * @param {((payload: string) => string) | null} encode
+ * @param {(href: string) => string} template
+ * @returns {Transport & { restore(): void }}
+ */
+function makeTransport(core, url, nativeFetch, encode, template) {
   const g = globalThis;
   const nav = g.navigator;
   let timer = 0;
   let keepaliveBytes = 0;
-  const page = () => (g.location ? g.location.pathname : '');
+  // The beacon's `page`: the core templates the page's path like a record's `url` (no
+  // conversation id in it).
+  const take = (c, max, reason, urgent, t) => {
+    const loc = g.location;
+    return c.transport_take(max, reason, urgent, loc ? loc.pathname : '', loc ? template(loc.href) : '', t, sentAt(t));
+  };
   // `sentAt` is on the records' clock (their startEpochMs is performance.timeOrigin + t), so
   // the collector's received − sentAt measures exactly the skew of the times it stores.
   const sentAt = (t) => performance.timeOrigin + t;
   const offline = () => !!nav && nav.onLine === false;
 
-  const guard = (f) => {
-    const core = live();
-    if (!core) return undefined;
-    try {
-      return f(core);
-    } catch (e) {
-      fail(e);
-      return undefined;
-    }
-  };
-
   function schedule() {
-    guard((core) => {
-      const at = core.transport_due_at();
+    core.fenced((c) => {
+      const at = c.transport_due_at();
       if (timer) clearTimeout(timer);
       timer = 0;
-      if (at >= 0 && !offline()) timer = setTimeout(() => flush('timer'), Math.max(0, at - performance.now()));
+      if (at >= 0 && !offline()) timer = setTimeout(() => flush(FLUSH_TIMER), Math.max(0, at - performance.now()));
     });
   }
 
+  /** @param {string} payload  @param {number} batch */
   function send(payload, batch) {
     // Payloads are ASCII but for page paths and header values: length ≈ bytes; count
     // generously so the keepalive quota is never overrun.
     const size = payload.length * 2;
     const keepalive = keepaliveBytes + size <= KEEPALIVE_QUOTA;
     if (keepalive) keepaliveBytes += size;
-    const done = (status, after) => guard((core) => core.transport_result(batch, performance.now(), status, after, Math.random()));
+    const done = (status, after) => core.fenced((c) => c.transport_result(batch, performance.now(), status, after, Math.random()));
     let body = payload;
     try {
       if (encode) body = encode(payload);
     } catch (e) {
-      fail(e);
+      core.fail(e);
       return Promise.resolve();
     }
     // OTLP/HTTP JSON must be application/json (a CORS preflight: the OpenTelemetry
@@ -94,45 +137,51 @@ export function makeTransport(live, url, nativeFetch, fail, encode) {
       });
   }
 
-  /** A normal flush: everything that may go now, as fetches. */
-  function flush(reason) {
-    if (offline()) return Promise.resolve();
+  /**
+   * Sends by fetch every payload the core lets go now (`urgent`: past a backoff hold too).
+   * @param {number} reason  codes.js FLUSH_*
+   * @returns {Promise<void>[]}
+   */
+  function fetchAll(reason, urgent) {
     const sends = [];
-    guard((core) => {
-      for (let i = 0; i < 64; i++) {
+    core.fenced((c) => {
+      for (let i = 0; i < MAX_SENDS; i++) {
         const t = performance.now();
-        const payload = core.transport_take(core.max_payload, reason, false, page(), t, sentAt(t));
+        const payload = take(c, core.maxPayload, reason, urgent, t);
         if (payload === undefined) break;
-        sends.push(send(payload, core.transport_last_batch()));
+        sends.push(send(payload, c.transport_last_batch()));
       }
     });
+    return sends;
+  }
+
+  /**
+   * A normal flush: everything that may go now, as fetches.
+   * @param {number} reason  codes.js FLUSH_*
+   */
+  function flush(reason) {
+    if (offline()) return Promise.resolve();
+    const sends = fetchAll(reason, false);
     schedule();
     return Promise.all(sends).then(() => undefined);
   }
 
-  /** Page hidden or going away (the core has queued partial records): sendBeacon, persist. */
+  /**
+   * Page hidden or going away (the core has queued partial records): sendBeacon, persist.
+   * @param {number} reason  codes.js FLUSH_*
+   */
   function urgent(reason) {
     // sendBeacon can only send a CORS-safelisted type, which an OTLP receiver refuses:
     // OTLP goes out as keepalive fetches instead (no persistence for what does not fit).
-    if (encode) {
-      guard((core) => {
-        for (let i = 0; i < 64; i++) {
-          const t = performance.now();
-          const payload = core.transport_take(core.max_payload, reason, true, page(), t, sentAt(t));
-          if (payload === undefined) break;
-          send(payload, core.transport_last_batch());
-        }
-      });
-      return;
-    }
-    guard((core) => {
+    if (encode) return void fetchAll(reason, true);
+    core.fenced((c) => {
       const t = performance.now();
-      let max = core.max_payload;
+      let max = core.maxPayload;
       // transport_due_at() < 0: the queue is empty.
-      for (let i = 0; i < 64 && core.transport_due_at() >= 0; i++) {
-        const payload = core.transport_take(max, reason, true, page(), t, sentAt(t));
+      for (let i = 0; i < MAX_SENDS && c.transport_due_at() >= 0; i++) {
+        const payload = take(c, max, reason, true, t);
         if (payload !== undefined) {
-          const batch = core.transport_last_batch();
+          const batch = c.transport_last_batch();
           let ok = false;
           try {
             ok = !!(nav && nav.sendBeacon && nav.sendBeacon(url, payload));
@@ -140,15 +189,15 @@ export function makeTransport(live, url, nativeFetch, fail, encode) {
             ok = false;
           }
           // Accepted: no answer will come. Refused: back to the front of the queue.
-          core.transport_result(batch, t, ok ? 200 : 0, -1, 0);
+          c.transport_result(batch, t, ok ? 200 : 0, -1, 0);
           if (ok) continue;
         }
         // Refused (quota) or too big for this allowance: try smaller pieces.
         if (max <= MIN_PAYLOAD) break;
         max >>= 1;
       }
-      if (core.transport_due_at() >= 0) {
-        const rest = core.transport_persist();
+      if (c.transport_due_at() >= 0) {
+        const rest = c.transport_persist();
         try {
           const prev = g.localStorage.getItem(PERSIST_KEY) || '';
           g.localStorage.setItem(PERSIST_KEY, (prev + rest).slice(-PERSIST_MAX));
@@ -171,17 +220,17 @@ export function makeTransport(live, url, nativeFetch, fail, encode) {
       text = null;
     }
     if (text) {
-      guard((core) => core.transport_restore(text, performance.now()));
-      flush('restore');
+      core.fenced((c) => c.transport_queue(text, performance.now()));
+      flush(FLUSH_RESTORE);
     }
   }
 
-  const onOnline = () => flush('online');
+  const onOnline = () => flush(FLUSH_ONLINE);
   if (g.addEventListener) g.addEventListener('online', onOnline);
 
   return {
     schedule,
-    flush: () => flush('manual'),
+    flush: () => flush(FLUSH_MANUAL),
     urgent,
     restore,
     stop() {

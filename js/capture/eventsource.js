@@ -1,7 +1,7 @@
 // The instrumented EventSource: a subclass of the native one, so instanceof, the static
 // constants, readyState, withCredentials and close() are the browser's own. Like fetch.js it
 // only stamps performance.now() and moves event data into the wasm core (src/core decides
-// what is content, the outcome, the trace); every core call is fenced (ctx.fail: measurement
+// what is content, the outcome, the trace); every core call is fenced (core.js: measurement
 // off, the app's EventSource untouched). The native constructor runs with the app's
 // arguments (plus, when opted in, a traceparent query parameter); measurement attaches after.
 //
@@ -9,6 +9,12 @@
 // event type the app subscribes to with addEventListener — registered just before the app's
 // first listener of that type, so its stamp precedes the app's handler. It never wraps the
 // app's listeners: they receive the very same event objects.
+
+import { begun, forget } from './requests.js';
+import { SKIP } from './match.js';
+
+/** `readyState` of an EventSource that will not reconnect (HTML §"EventSource" CLOSED). */
+const CLOSED = 2;
 
 /**
  * Whether to wait for an EventSource's Resource Timing entry. HTML reports the EventSource
@@ -61,18 +67,47 @@ function resourceEntry(url, since, cb, wait) {
 }
 
 /**
- * Makes the class. `ctx` is fetch.js's context (live, fail, base, match, random, interaction,
- * began, settled); `param`: the traceparentQueryParam option (a query parameter name;
- * anything but a non-empty string: off).
+ * What the SDK keeps per measured EventSource.
+ * @typedef {object} Measured
+ * @property {string} url  the absolute URL the app gave
+ * @property {string} target  the absolute URL requested: `url`, or with our traceparent
+ *   parameter when opted in
+ * @property {number} h  the current connection attempt's handle; 0 between attempts
+ * @property {number} since  when the current attempt began (its Resource Timing entry starts after)
+ * @property {Uint8Array} r  the first attempt's random bytes (reconnects link to its record)
+ * @property {Set<string>} types  event types the SDK listens to
+ * @property {(ev: Event) => void} [on]  its listener
+ * @property {boolean} [closed]  the app called close()
  */
-export function makeEventSource(ctx, Native, param) {
+
+/**
+ * Makes the class: a subclass of `Native` (or `Native` itself when it is not a class, with one
+ * warning: a page's own stand-in stays unmeasured).
+ * @param {import('./requests.js').Capture} cap
+ * @param {typeof EventSource} Native
+ * @param {string | null} param  the traceparentQueryParam option (a query parameter name;
+ *   anything but a non-empty string: off)
+ * @param {(key: string, message: string, err?: unknown) => void} warnOnce
+ * @returns {typeof EventSource}
+ */
+export function makeEventSource(cap, Native, param, warnOnce) {
+  if (typeof Native !== 'function') return Native;
+  try {
+    return measured(cap, Native, typeof param == 'string' ? param : '');
+  } catch (e) {
+    warnOnce('es', 'EventSource not measured: window.EventSource cannot be extended', e);
+    return Native;
+  }
+}
+
+function measured(cap, Native, param) {
+  /** @type {WeakMap<EventSource, Measured>} */
   const state = new WeakMap();
   const wait = waitsForEntry();
-  if (typeof param != 'string') param = '';
   // Reconnect attempts are not caused by a user action: no interaction (-1).
   const begin = (core, m, t, first) => {
-    const h = core.es_begin(m.url, t, performance.timeOrigin + t, ctx.random(), first, !!param, -1);
-    ctx.began(h);
+    const h = core.es_begin(m.url, t, performance.timeOrigin + t, cap.random(), first, !!param, -1);
+    begun(cap, core, h, m.url);
     return h;
   };
 
@@ -81,96 +116,82 @@ export function makeEventSource(ctx, Native, param) {
   const endAttempt = (m, t, byApp) => {
     const h = m.h;
     m.h = 0;
-    resourceEntry(m.target, m.since, (e) => {
-      const core = ctx.live();
-      if (!core) return;
-      try {
-        const st = e ? (e.serverTiming || []).map((s) => s.name + (s.duration ? ';dur=' + s.duration : '') + (s.description ? ';desc=' + JSON.stringify(s.description) : '')) : [];
-        ctx.settled(h, core.es_end(h, t, byApp, e ? e.startTime : NaN, st.join()));
-      } catch (err) {
-        ctx.fail(err);
-      }
-    }, wait);
+    resourceEntry(m.target, m.since, (e) => cap.core.fenced((core) => {
+      // The entries as the browser parsed them (no round trip through the header grammar).
+      if (e) for (const s of e.serverTiming || []) core.es_server_timing(h, s.name, s.duration, s.description);
+      cap.settled(h, core.es_end(h, t, byApp, e ? e.startTime : NaN));
+    }), wait);
     m.since = t;
   };
 
   const onEvent = (es, m, ev) => {
     const t = performance.now();
-    const core = ctx.live();
-    if (!core || m.closed) return;
-    try {
+    if (m.closed) return;
+    cap.core.fenced((core) => {
       const type = ev.type;
       if (type === 'open') {
         // After a drop the browser reconnects: a new record linked to the first.
         if (!m.h) m.h = begin(core, m, t, m.r);
         core.es_message(m.h, t, '', '', '');
-        ctx.confirmed(m.h); // a stream: its answer element may be bound now
+        cap.confirmed(m.h); // a stream: its answer element may be bound now
       } else if (type === 'error' && !(ev instanceof MessageEvent)) {
         // The connection dropped (readyState CONNECTING: the browser reconnects; its failed
         // retries are not app errors) or failed for good (CLOSED; a reconnect that does gets
         // an error record of its own).
-        if (!m.h && es.readyState === 2) m.h = begin(core, m, t, m.r);
+        if (!m.h && es.readyState === CLOSED) m.h = begin(core, m, t, m.r);
         if (m.h) endAttempt(m, t, false);
       } else if (m.h) {
         core.es_message(m.h, t, type, ev.data, ev.lastEventId);
       }
-    } catch (e) {
-      ctx.fail(e);
-    }
+    });
   };
+
+  /** Begins the first attempt's record for `url`: its Measured, or null when not measured. */
+  const start = (url, t) =>
+    cap.core.fenced((core) => {
+      let abs;
+      try {
+        abs = new URL(url, cap.base()).href;
+      } catch {
+        return null; // not a URL: the native constructor throws its own error
+      }
+      if (cap.match(abs, 'GET') === SKIP) return null;
+      /** @type {Measured} */
+      const m = { url: abs, target: abs, since: t, r: cap.random(), types: new Set(['open', 'error', 'message', 'trace']), h: 0 };
+      m.h = core.es_begin(abs, t, performance.timeOrigin + t, m.r, [], !!param, cap.interaction(t));
+      begun(cap, core, m.h, abs);
+      const tp = param && core.traceparent(m.h);
+      if (tp) {
+        const u = new URL(abs);
+        u.searchParams.append(param, tp);
+        m.target = u.href;
+      }
+      return m;
+    }, null);
 
   class EventSource extends Native {
     constructor(...args) {
       const t = performance.now();
       const url = args[0];
-      const core = ctx.live();
-      let m;
-      let target = url;
-      let abs;
-      try {
-        abs = core && new URL(url, ctx.base()).href;
-      } catch {
-        /* not a URL: the native constructor throws its own error below */
-      }
-      try {
-        if (abs && ctx.match(abs, 'GET')) {
-          m = { url: abs, target: abs, since: t, r: ctx.random(), types: new Set(['open', 'error', 'message', 'trace']) };
-          m.h = core.es_begin(abs, t, performance.timeOrigin + t, m.r, [], !!param, ctx.interaction(t));
-          ctx.began(m.h);
-          const tp = param && core.traceparent(m.h);
-          if (tp) {
-            const u = new URL(abs);
-            u.searchParams.append(param, tp);
-            target = m.target = u.href;
-          }
-        }
-      } catch (e) {
-        ctx.fail(e);
-        m = null;
-        target = url;
-      }
-      // The app's own arguments (their count too: a missing one must throw as natively).
-      if (target !== url) args[0] = target;
+      const m = start(url, t);
+      // The app's own arguments (their count too: a missing one must throw as natively),
+      // unless a traceparent parameter was added.
+      const added = m !== null && m.target !== m.url;
+      if (added) args[0] = m.target;
       try {
         super(...args);
       } catch (e) {
-        try {
-          if (m) ctx.end(m.h, 4); // forget: no record (and no paint watch)
-        } catch {
-          /* the app gets the native error */
-        }
+        if (m) forget(cap, m.h); // no record (and no paint watch); the app gets the native error
         throw e;
       }
       if (!m) return;
-      try {
+      cap.core.fenced(() => {
         // The URL the app gave, not the one with our parameter.
-        if (target !== url) Object.defineProperty(this, 'url', { get: () => m.url, configurable: true });
+        if (added) Object.defineProperty(this, 'url', { get: () => m.url, configurable: true });
         m.on = (ev) => onEvent(this, m, ev);
         for (const type of m.types) super.addEventListener(type, m.on);
         state.set(this, m);
-      } catch (e) {
-        ctx.fail(e);
-      }
+      });
     }
 
     addEventListener(type) {
@@ -187,11 +208,7 @@ export function makeEventSource(ctx, Native, param) {
       const m = state.get(this);
       if (m && !m.closed) {
         m.closed = true;
-        try {
-          if (m.h && ctx.live()) endAttempt(m, performance.now(), true);
-        } catch (e) {
-          ctx.fail(e);
-        }
+        cap.core.fenced(() => m.h && endAttempt(m, performance.now(), true));
       }
     }
   }

@@ -4,65 +4,51 @@
 // - the native fetch is called exactly once, with the app's own arguments unless a
 //   traceparent is added (then with an equivalent Request, which is what fetch() builds
 //   internally anyway: Fetch §5.6 step 2);
-// - every call into the core is fenced: a failure disables measurement (ctx.fail) and the
+// - every call into the core is fenced (core.js): a failure disables measurement and the
 //   app's request, response and stream carry on untouched;
 // - the body is re-streamed by pulling the original body's reader on demand — not clone()/
 //   tee() + drain — so a reader's cancel() reaches the network and backpressure holds when
 //   the app reads slowly.
 
-export const OK = 0;
-export const ABORTED = 1;
-export const ERROR = 2;
-export const FORGET = 4; // end without a record
+import { begun, end, forget } from './requests.js';
+import { OK, ABORTED, ERROR } from '../codes.js';
+import { SKIP, ALWAYS } from './match.js';
 
-/** The error a fetch/stream failed with → outcome code. */
+/** The error a fetch/stream failed with → ABORTED or ERROR. */
 function outcomeOf(err) {
   // Aborts surface as DOMException "AbortError" (or the signal's custom reason, which is
-  // not an Error at all); network failures as TypeError.
+  // not an Error at all); network failures as TypeError, an Error.
   if (err && err.name === 'AbortError') return ABORTED;
-  if (err instanceof TypeError) return ERROR;
   return err instanceof Error || err instanceof DOMException ? ERROR : ABORTED;
 }
 
 /**
- * Makes the wrapper. `ctx` is the SDK state from index.js:
- *   live() → the core or null when measurement is off;  nativeFetch;  base() → base URL;
- *   match(url, method) → 0 skip, 1 measure if the response is a stream, 2 measure always;
- *   random() → 32 random bytes;  interaction(t) → pending user-action time or -1;
- *   began(h) after core.begin;  confirmed(h) once the response is measured;  end(h, outcome);
- *   settled(h, done) when the core let go of h;  fail(err).
+ * Makes the wrapper.
+ * @param {import('./requests.js').Capture} cap
+ * @param {typeof fetch} nativeFetch
+ * @returns {typeof fetch}
  */
-export function makeFetch(ctx) {
+export function makeFetch(cap, nativeFetch) {
   const bytes = byteStreamsWork();
   return function fetch(input, init) {
-    const core = ctx.live();
-    if (!core) return ctx.nativeFetch.call(globalThis, input, init);
-    let h = 0;
-    let measureAny = false;
-    let args = null;
-    try {
+    // Measured: { h, any (measure whatever the response), args (with our traceparent) }.
+    const m = cap.core.fenced((core) => {
       const t = performance.now();
       const isRequest = typeof Request === 'function' && input instanceof Request;
-      const url = new URL(isRequest ? input.url : String(input), ctx.base()).href;
+      const url = new URL(isRequest ? input.url : String(input), cap.base()).href;
       const method = String((init && init.method) || (isRequest ? input.method : 'GET'));
-      const m = ctx.match(url, method);
-      if (m) {
-        measureAny = m === 2;
-        h = core.begin(url, method, t, performance.timeOrigin + t, ctx.random(), ctx.interaction(t));
-        ctx.began(h);
-        const tp = core.traceparent(h);
-        if (tp) args = withTraceparent(core, h, tp, input, init);
-      }
-    } catch (e) {
-      ctx.fail(e);
-      h = 0;
-      args = null;
-    }
-    if (!h) return ctx.nativeFetch.call(globalThis, input, init);
-    return ctx.nativeFetch.apply(globalThis, args || [input, init]).then(
-      (res) => onResponse(ctx, h, res, measureAny, bytes, args),
+      const how = cap.match(url, method);
+      if (how === SKIP) return null;
+      const h = core.begin(url, method, t, performance.timeOrigin + t, cap.random(), cap.interaction(t));
+      begun(cap, core, h, url);
+      const tp = core.traceparent(h);
+      return { h, any: how === ALWAYS, args: tp ? withTraceparent(core, h, tp, input, init) : null };
+    }, null);
+    if (!m) return nativeFetch.call(globalThis, input, init);
+    return nativeFetch.apply(globalThis, m.args || [input, init]).then(
+      (res) => onResponse(cap, m, res, bytes),
       (err) => {
-        ctx.end(h, outcomeOf(err));
+        end(cap, m.h, outcomeOf(err));
         throw err;
       },
     );
@@ -96,7 +82,7 @@ function withTraceparent(core, h, tp, input, init) {
  */
 const held = new WeakMap();
 
-function onResponse(ctx, h, res, measureAny, bytes, args) {
+function onResponse(cap, { h, any, args }, res, bytes) {
   if (args) {
     try {
       held.set(res, args);
@@ -105,30 +91,26 @@ function onResponse(ctx, h, res, measureAny, bytes, args) {
       /* not an object: nothing to hold */
     }
   }
-  const core = ctx.live();
-  if (!core) return res;
-  try {
+  // A throw in here: nothing of the app's was touched (see wrapBody), and the response goes
+  // through as it came (`otherwise`).
+  return cap.core.fenced((core) => {
     const t = performance.now();
     // Opaque responses expose nothing (no status, headers or body).
     if (res.type === 'opaque' || res.type === 'opaqueredirect') {
-      ctx.end(h, FORGET);
+      forget(cap, h);
       return res;
     }
-    if (!core.response(h, t, res.status, res.headers, measureAny)) {
-      ctx.settled(h, true); // not measured: the core forgot it
+    if (!core.response(h, t, res.status, res.headers, any)) {
+      cap.settled(h, true); // not measured: the core forgot it
       return res;
     }
-    ctx.confirmed(h); // measured: its answer element may be bound now
+    cap.confirmed(h); // measured: its answer element may be bound now
     if (!res.body) {
-      ctx.end(h, OK);
+      end(cap, h, OK);
       return res;
     }
-    return wrapBody(ctx, h, res, bytes);
-  } catch (e) {
-    // Nothing of the app's was touched (see wrapBody): the response goes through as it came.
-    ctx.fail(e);
-    return res;
-  }
+    return wrapBody(cap, h, res, bytes);
+  }, res);
 }
 
 /**
@@ -151,8 +133,8 @@ export function byteStreamsWork() {
  * body is locked last, when nothing else can fail. A throw before that leaves `res` untouched
  * and the caller hands it to the app as it came.
  */
-function wrapBody(ctx, h, res, bytes) {
-  const p = pump(ctx, h);
+function wrapBody(cap, h, res, bytes) {
+  const p = pump(cap, h);
   const body = new ReadableStream(p.source(bytes), { highWaterMark: 0 });
   const out = new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
   mirror(out, res);
@@ -170,20 +152,20 @@ function wrapBody(ctx, h, res, bytes) {
  * hops per chunk than pipeTo + TransformStream, see scripts/bench.js), `source(false)` the
  * same for a default stream, where the engine has no byte streams.
  */
-function pump(ctx, h) {
+function pump(cap, h) {
   let reader = null;
   let ended = false;
-  const end = (outcome) => {
+  const endOnce = (outcome) => {
     if (!ended) {
       ended = true;
-      ctx.end(h, outcome);
+      end(cap, h, outcome);
     }
   };
   // `asked`: when the app's read asked for this chunk (the core tells the app's own time
   // from a network silence with it: src/core/request/delivery.rs).
   const step = (c, { done, value }, asked) => {
     if (done) {
-      end(OK);
+      endOnce(OK);
       c.close();
       // A pending BYOB read must be answered after close (Streams §4.7.4).
       if (c.byobRequest) c.byobRequest.respond(0);
@@ -193,14 +175,7 @@ function pump(ctx, h) {
     // did must not stall the app: read on.
     if (!value.byteLength) return pull(c, asked);
     // Measure first: a byte stream's enqueue() transfers (detaches) the chunk's buffer.
-    const core = ctx.live();
-    if (core) {
-      try {
-        core.chunk(h, performance.now(), value, asked);
-      } catch (e) {
-        ctx.fail(e);
-      }
-    }
+    cap.core.fenced((core) => core.chunk(h, performance.now(), value, asked));
     c.enqueue(value);
     return undefined;
   };
@@ -208,7 +183,7 @@ function pump(ctx, h) {
     reader.read().then(
       (r) => step(c, r, asked),
       (err) => {
-        end(outcomeOf(err));
+        endOnce(outcomeOf(err));
         c.error(err);
       },
     );
@@ -218,13 +193,13 @@ function pump(ctx, h) {
       // An abort or a network failure errors the original body at once, even while nobody
       // reads it — the official clients abort right after an in-band error event and never
       // read again. The record ends then, not when (if ever) the app pulls next.
-      r.closed.then(null, (err) => end(outcomeOf(err)));
+      r.closed.then(null, (err) => endOnce(outcomeOf(err)));
     },
     source: (bytes) => ({
       type: bytes ? 'bytes' : undefined,
       pull,
       cancel(reason) {
-        end(ABORTED);
+        endOnce(ABORTED);
         return reader.cancel(reason);
       },
     }),

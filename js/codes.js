@@ -1,0 +1,26 @@
+// The closed sets the facade hands the core by number (so no string crosses per call), named
+// once. The core reads the same codes: Outcome::from_code and FORGET in
+// src/core/request/kinds.rs, FlushReason::ALL in src/core/beacon/reason.rs;
+// tests/wire_contract.rs checks that both sides agree.
+
+// How a request ended (Core::end). The core may still judge otherwise: 'partial' while the
+// page unloads.
+export const OK = 0;
+export const ABORTED = 1;
+export const ERROR = 2;
+/** End without a record: the request turned out not to be measurable. */
+export const FORGET = 4;
+
+// Why a beacon is sent (Core::transport_take): its `reason`, `Beacon['reason']` in index.d.ts.
+/** The queue's own schedule. */
+export const FLUSH_TIMER = 0;
+/** rum.flush() (and shutdown()). */
+export const FLUSH_MANUAL = 1;
+/** visibilitychange → hidden: urgent. */
+export const FLUSH_HIDDEN = 2;
+/** pagehide: urgent. */
+export const FLUSH_PAGEHIDE = 3;
+/** Back online. */
+export const FLUSH_ONLINE = 4;
+/** Records an earlier page load persisted. */
+export const FLUSH_RESTORE = 5;
