@@ -3,9 +3,9 @@
 # the wasm target, wasm-bindgen-cli at the crate's pinned version, the three engines the tests
 # run in — Chromium + chromedriver, Firefox ESR + geckodriver (crates.io), WebKitGTK's
 # WebKitWebDriver + MiniBrowser with Xvfb (Debian packages) — nginx (the collector's proxy
-# test), and the npm dev dependencies (Playwright library, selenium-webdriver, binaryen's
-# wasm-opt). No browser downloads: Playwright drives the system Chromium, W3C WebDriver the
-# others.
+# test), prometheus with promtool (the collector's Prometheus test), and the npm dev
+# dependencies (Playwright library, selenium-webdriver, binaryen's wasm-opt). No browser
+# downloads: Playwright drives the system Chromium, W3C WebDriver the others.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WB_VERSION=0.2.130
@@ -26,7 +26,9 @@ fi
 
 # Debian packages: Chromium and its driver; Firefox ESR; WebKitGTK's WebDriver (brings the
 # MiniBrowser it drives); Xvfb + xauth for xvfb-run (MiniBrowser has no headless mode); nginx
-# (the collector's proxy test puts a real one in front of it).
+# (the collector's proxy test puts a real one in front of it); prometheus and promtool (the
+# collector's Prometheus test scrapes two collectors with a real one and checks the generated
+# alerting rules with promtool).
 need=()
 [ -x /usr/bin/chromium ] || need+=(chromium)
 [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
@@ -35,6 +37,7 @@ need=()
 [ -x /usr/bin/Xvfb ] || need+=(xvfb)
 [ -x /usr/bin/xauth ] || need+=(xauth)
 { [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1; } || need+=(nginx)
+{ command -v prometheus && command -v promtool; } >/dev/null 2>&1 || need+=(prometheus)
 if [ ${#need[@]} -gt 0 ]; then
   say "installing ${need[*]} from apt"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

@@ -1,7 +1,7 @@
 //! Budgets and alerts.
 //!
 //! A budget is `metric pQ <= limit` (e.g. `perceivedTtft p95<=1000`). At each evaluation the
-//! engine computes the metric's Q-percentile over the sliding window `(now − window, now]`
+//! engine computes the metric's Q-percentile over the sliding window `[now − window, now)`
 //! (by the records' startEpochMs). A budget is *breaching* while that value is above the limit.
 //! An alert fires when a breach has lasted `sustain` (every evaluation in between was above),
 //! and clears at the first evaluation at or under the limit. A window with no records holds the
@@ -13,7 +13,7 @@
 
 use serde::Serialize;
 
-use crate::query::metric_expr;
+use crate::query::is_metric;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Budget {
@@ -36,8 +36,8 @@ pub fn parse_budget(s: &str) -> Result<Budget, String> {
     if parts.next().is_some() {
         return Err(err());
     }
-    if metric_expr(&metric).is_none() {
-        let known: Vec<&str> = crate::query::METRICS.iter().map(|(n, _)| *n).collect();
+    if !is_metric(&metric) {
+        let known = crate::query::metric_names();
         return Err(format!(
             "bad budget {s:?}: unknown metric {metric:?} (known: {})",
             known.join(", ")
@@ -65,11 +65,12 @@ pub fn parse_budget(s: &str) -> Result<Budget, String> {
     })
 }
 
-/// Where the engine reads records from: SQLite in the server, a Vec in tests.
+/// Where the engine reads records from: SQLite's rollups in the server, a Vec in tests.
 pub trait Source {
-    /// Sorted values of `metric` for records with startEpochMs in `(from, to]`.
-    fn values(&self, metric: &str, from: f64, to: f64) -> Vec<f64>;
-    /// Median per stage for records in `(from, to]`.
+    /// The nearest-rank `q`-percentile of `metric` over records with startEpochMs in
+    /// `[from, to)`; `None` when there are none.
+    fn quantile(&self, metric: &str, q: f64, from: f64, to: f64) -> Option<f64>;
+    /// Median per stage for records in `[from, to)`.
     fn stage_medians(&self, from: f64, to: f64) -> Vec<(String, f64)>;
 }
 
@@ -152,8 +153,7 @@ impl Engine {
         let mut events = Vec::new();
         for i in 0..self.budgets.len() {
             let b = self.budgets[i].clone();
-            let v =
-                crate::query::percentile(&src.values(&b.metric, now - self.window_ms, now), b.q);
+            let v = src.quantile(&b.metric, b.q, now - self.window_ms, now);
             self.current[i] = v;
             let Some(v) = v else { continue };
             let t = &mut self.tracks[i];
@@ -268,7 +268,7 @@ mod tests {
     struct Mem(Vec<(f64, f64, f64)>);
 
     impl Source for Mem {
-        fn values(&self, metric: &str, from: f64, to: f64) -> Vec<f64> {
+        fn quantile(&self, metric: &str, q: f64, from: f64, to: f64) -> Option<f64> {
             assert_eq!(metric, "ttft");
             let mut v: Vec<f64> = self
                 .0
@@ -277,7 +277,7 @@ mod tests {
                 .map(|r| r.1)
                 .collect();
             v.sort_by(f64::total_cmp);
-            v
+            crate::query::percentile(&v, q)
         }
         fn stage_medians(&self, from: f64, to: f64) -> Vec<(String, f64)> {
             let sel: Vec<_> = self.0.iter().filter(|r| r.0 >= from && r.0 < to).collect();

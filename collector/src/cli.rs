@@ -15,6 +15,8 @@ pub const HELP: &str = "\
 llm-rum-collector: stores llm-rum beacons in SQLite, answers percentiles, fires alerts.
 
 USAGE: llm-rum-collector [OPTIONS]
+       llm-rum-collector rules [OPTIONS]   print Prometheus alerting rules equivalent to the
+                                           --budget flags (see README)
 
   --listen ADDR          address to listen on (default 127.0.0.1:4319; port 0 = any free port).
                          Prints `listening on http://ADDR` once ready.
@@ -42,6 +44,15 @@ USAGE: llm-rum-collector [OPTIONS]
   --idle-timeout SECS    an idle keep-alive connection is closed after this (default 60)
   --max-connections N    open connections at most (default 1024, lowered to fit the open-file
                          limit); past it, the connection idle the longest makes room
+  --query-budget SECS    a dashboard/API read taking longer is stopped and answered 503
+                         (default 5)
+  --read-connections N   read connections for the API (default 4; the alert engine has one
+                         more of its own)
+  --metrics-route ROUTE  a route that gets its own label on /metrics (repeatable); when none
+                         is given, the first --metrics-max-routes routes seen do. Others: `other`
+  --metrics-model MODEL  the same for models
+  --metrics-max-routes N routes labelled on /metrics without --metrics-route (default 10)
+  --metrics-max-models N models labelled on /metrics without --metrics-model (default 5)
   --config FILE          read options from FILE: one `name value` per line, the flags above
                          without dashes, `#` comments
   --help                 this text
@@ -70,6 +81,13 @@ pub struct Config {
     pub body_timeout_s: f64,
     pub idle_timeout_s: f64,
     pub max_connections: usize,
+    pub query_budget_s: f64,
+    pub read_connections: usize,
+    /// Label allowlists for /metrics (empty: the first `metrics_max_*` seen).
+    pub metrics_routes: Vec<String>,
+    pub metrics_models: Vec<String>,
+    pub metrics_max_routes: usize,
+    pub metrics_max_models: usize,
 }
 
 impl Default for Config {
@@ -92,6 +110,12 @@ impl Default for Config {
             body_timeout_s: 10.0,
             idle_timeout_s: 60.0,
             max_connections: 1024,
+            query_budget_s: 5.0,
+            read_connections: 4,
+            metrics_routes: Vec::new(),
+            metrics_models: Vec::new(),
+            metrics_max_routes: 10,
+            metrics_max_models: 5,
         }
     }
 }
@@ -157,6 +181,12 @@ fn apply(cfg: &mut Config, name: &str, v: &str) -> Result<(), String> {
             )),
         }
     };
+    let count = |v: &str| -> Result<usize, String> {
+        v.parse::<usize>()
+            .ok()
+            .filter(|n| *n > 0 && *n <= 10_000)
+            .ok_or(format!("--{name}: expected a number 1..10000, got {v:?}"))
+    };
     match name {
         "listen" => cfg.listen = v.into(),
         "db" => cfg.db = v.into(),
@@ -198,6 +228,12 @@ fn apply(cfg: &mut Config, name: &str, v: &str) -> Result<(), String> {
                 "--max-connections: expected a positive number, got {v:?}"
             ))?
         }
+        "query-budget" => cfg.query_budget_s = secs(v)?,
+        "read-connections" => cfg.read_connections = count(v)?,
+        "metrics-route" => cfg.metrics_routes.push(crate::keys::safe_key(v, 512)),
+        "metrics-model" => cfg.metrics_models.push(crate::keys::safe_key(v, 256)),
+        "metrics-max-routes" => cfg.metrics_max_routes = count(v)?,
+        "metrics-max-models" => cfg.metrics_max_models = count(v)?,
         "sync" => {
             cfg.sync = match v {
                 "full" => Sync::Full,

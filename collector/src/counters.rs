@@ -1,6 +1,5 @@
 //! Event counters of one collector: what ingest refused and why, what the connection layer
-//! closed, what retention deleted. Monotonic, in memory, read by `/healthz` (and the place a
-//! metrics endpoint reads them from).
+//! closed, what retention deleted. Monotonic, in memory, read by `/healthz` and `/metrics`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -19,6 +18,14 @@ macro_rules! counters {
                 vec![$((stringify!($name), self.$name.load(Ordering::Relaxed)),)*]
             }
         }
+
+        /// What a counter counts (its doc line), for `/metrics`.
+        pub fn help(name: &str) -> &'static str {
+            match name {
+                $(stringify!($name) => $doc,)*
+                _ => "",
+            }
+        }
     };
 }
 
@@ -26,6 +33,7 @@ counters! {
     beacons_stored: "beacons committed (200)",
     records_stored: "records inserted or replacing a stored partial",
     records_duplicate: "records already stored (retries)",
+    records_dropped_by_sdk: "records the SDKs' queues dropped (the beacons' `dropped` counts)",
     records_refused_too_old: "records whose corrected start was more than 24 h before arrival",
     records_refused_future: "records whose corrected start was more than 5 min after arrival",
     beacons_invalid: "beacons refused with 400",
@@ -42,6 +50,7 @@ counters! {
     accept_errors: "errors accepting a connection (e.g. out of file descriptors)",
     retention_records_deleted: "records deleted by retention",
     retention_pages_vacuumed: "database pages returned to the file system",
+    queries_over_budget: "API reads stopped at --query-budget (answered 503)",
 }
 
 pub fn add(c: &AtomicU64, n: u64) {

@@ -57,7 +57,8 @@ function niceMax(v) {
 function params(extra) {
   const p = new URLSearchParams(extra || {});
   const range = +$("range").value;
-  if (range > 0) p.set("from", String(Date.now() - range * 1000));
+  // On a whole minute: the collector answers whole minutes from its rollups.
+  if (range > 0) p.set("from", String(Math.floor((Date.now() - range * 1000) / 60000) * 60000));
   for (const k of ["route", "model"]) { const v = $(k).value.trim(); if (v) p.set(k, v); }
   return p.toString();
 }
@@ -300,7 +301,8 @@ async function refresh() {
       api("/api/summary"),
       api("/api/histogram", { metrics: "ttft,perceivedTtft", bins: 40 }),
       api("/api/timeseries", { metric: $("tsMetric").value, q: $("tsQ").value,
-        bucket: String(Math.max(10, Math.round((+$("range").value || 86400) / 60))) }),
+        // ~60 points, each a whole number of minutes (rollup-sized).
+        bucket: String(60 * Math.max(1, Math.round((+$("range").value || 86400) / 3600))) }),
       api("/api/alerts"),
     ]);
     tiles(s, a); histogram(hist); stages(s); timeseries(t); stallsAndOutcomes(s); routesTable(s); alertsTable(a);

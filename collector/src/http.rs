@@ -17,7 +17,6 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use rusqlite::Connection;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -27,6 +26,8 @@ use crate::clock::{self, now_ms};
 use crate::counters::{add, Counters};
 use crate::ingest::{self, MAX_BODY};
 use crate::log::Every;
+use crate::plan::{Ctx, QueryError};
+use crate::pool::Pool;
 use crate::query::{self, Filter};
 use crate::serve::Registry;
 use crate::store::Store;
@@ -34,10 +35,13 @@ use crate::store::Store;
 pub struct AppState {
     pub cfg: Config,
     pub store: Store,
-    /// One read connection, shared by the API and the alert engine (WAL: reads never block
-    /// the writer).
-    pub reader: Mutex<Connection>,
+    /// Read connections: a pool for the API, one reserved for the alert engine.
+    pub pool: Pool,
     pub engine: Mutex<Engine>,
+    /// How long the last budget evaluation took (ms), for `/api/alerts`.
+    pub last_eval_ms: Mutex<Option<f64>>,
+    /// `/metrics`.
+    pub metrics: Arc<crate::metrics::Metrics>,
     pub counters: Arc<Counters>,
     pub connections: Arc<Registry>,
     /// Origins the collector itself is served on (`--public-url`, the listen address): a
@@ -51,8 +55,9 @@ impl AppState {
     pub fn new(
         cfg: Config,
         store: Store,
-        reader: Connection,
+        pool: Pool,
         engine: Engine,
+        metrics: Arc<crate::metrics::Metrics>,
         counters: Arc<Counters>,
         connections: Arc<Registry>,
         addr: SocketAddr,
@@ -65,8 +70,10 @@ impl AppState {
         AppState {
             cfg,
             store,
-            reader: Mutex::new(reader),
+            pool,
             engine: Mutex::new(engine),
+            last_eval_ms: Mutex::new(None),
+            metrics,
             counters,
             connections,
             own_origins: own,
@@ -83,6 +90,7 @@ pub fn router(state: Shared) -> Router {
         .route("/api/timeseries", get(timeseries))
         .route("/api/histogram", get(histogram))
         .route("/api/alerts", get(alerts))
+        .route("/metrics", get(metrics))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     Router::new()
         .route("/v1/rum", post(ingest).options(preflight))
@@ -479,23 +487,26 @@ impl Params {
     }
 }
 
-/// Runs a query on the read connection off the async threads.
+/// Runs a query on a pooled read connection, within the query budget.
 async fn read<T: Send + 'static>(
     s: &Shared,
-    f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    f: impl FnOnce(&Ctx) -> crate::plan::QResult<T> + Send + 'static,
 ) -> Result<T, Response> {
-    let s = s.clone();
-    tokio::task::spawn_blocking(move || {
-        let c = s.reader.lock().unwrap_or_else(|e| e.into_inner());
-        f(&c)
-    })
-    .await
-    .map_err(|e| err(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
-    .map_err(|e| {
-        err(
+    s.pool.read(f).await.map_err(|e| match e {
+        QueryError::Budget => {
+            add(&s.counters.queries_over_budget, 1);
+            err(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "the query ran past its {} s budget (--query-budget): narrow the window or the filter",
+                    s.pool.budget.as_secs_f64()
+                ),
+            )
+        }
+        e => err(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("query failed: {e}"),
-        )
+        ),
     })
 }
 
@@ -509,11 +520,13 @@ async fn summary(State(s): State<Shared>, Query(p): Query<Params>) -> Response {
 
 async fn timeseries(State(s): State<Shared>, Query(p): Query<Params>) -> Response {
     let metric = p.metric.clone().unwrap_or_else(|| "ttft".into());
-    let Some(expr) = query::metric_expr(&metric) else {
-        let known: Vec<&str> = query::METRICS.iter().map(|(n, _)| *n).collect();
+    let Some(idx) = crate::agg::metric_index(&metric) else {
         return err(
             StatusCode::BAD_REQUEST,
-            format!("unknown metric {metric:?} (known: {})", known.join(", ")),
+            format!(
+                "unknown metric {metric:?} (known: {})",
+                query::metric_names().join(", ")
+            ),
         );
     };
     let q = p.q.unwrap_or(0.95);
@@ -536,13 +549,15 @@ async fn timeseries(State(s): State<Shared>, Query(p): Query<Params>) -> Respons
         .map(|b| json!({"q": b.q, "limit": b.limit, "text": b.text}))
         .collect();
     match read(&s, move |c| {
-        query::timeseries(c, &f, expr, q, bucket * 1000.0)
+        query::timeseries(c, &f, idx, q, bucket * 1000.0)
     })
     .await
     {
-        Ok(points) => json_ok(
-            json!({"metric": metric, "q": q, "bucketMs": bucket * 1000.0, "budgets": budgets, "points": points}),
+        Ok(Ok(points)) => json_ok(
+            json!({"metric": metric, "q": q, "bucketMs": bucket * 1000.0, "budgets": budgets, "points": points,
+                   "percentiles": query::PERCENTILES}),
         ),
+        Ok(Err(msg)) => err(StatusCode::BAD_REQUEST, msg),
         Err(r) => r,
     }
 }
@@ -555,7 +570,7 @@ async fn histogram(State(s): State<Shared>, Query(p): Query<Params>) -> Response
         .split(',')
         .map(|x| x.trim().to_string())
         .collect();
-    if let Some(bad) = names.iter().find(|n| query::metric_expr(n).is_none()) {
+    if let Some(bad) = names.iter().find(|n| !query::is_metric(n)) {
         return err(StatusCode::BAD_REQUEST, format!("unknown metric {bad:?}"));
     }
     let bins = p.bins.unwrap_or(30);
@@ -588,6 +603,7 @@ async fn alerts(State(s): State<Shared>) -> Response {
         "budgets": budgets,
         "windowSecs": e.window_ms / 1000.0,
         "sustainSecs": e.sustain_ms / 1000.0,
+        "lastEvaluationMs": *s.last_eval_ms.lock().unwrap_or_else(|e| e.into_inner()),
     }))
 }
 
@@ -619,33 +635,68 @@ async fn asset(content_type: &'static str, body: &'static str) -> Response {
 
 // ---------- alert evaluation ----------
 
-/// The alert engine's view of SQLite.
-pub struct DbSource<'a>(pub &'a Connection);
+/// `/metrics`: the Prometheus exposition (OpenMetrics text).
+async fn metrics(State(s): State<Shared>) -> Response {
+    match s.metrics.render() {
+        Ok(body) => (
+            [
+                (header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE),
+                (header::CACHE_CONTROL, "no-store"),
+            ],
+            body,
+        )
+            .into_response(),
+        Err(e) => err(StatusCode::INTERNAL_SERVER_ERROR, e),
+    }
+}
+
+// ---------- alert evaluation ----------
+
+/// The alert engine's view of SQLite: rollups, on the engine's own connection. Every budget
+/// shares one window, so one read of it (with every budget's metric) serves them all.
+pub struct DbSource<'a> {
+    cx: &'a Ctx<'a>,
+    want: crate::agg::Want,
+    last: std::cell::RefCell<Option<((f64, f64), Option<crate::agg::Agg>)>>,
+}
+
+impl<'a> DbSource<'a> {
+    pub fn new(cx: &'a Ctx<'a>, budgets: &[crate::alerts::Budget]) -> DbSource<'a> {
+        let metrics = budgets
+            .iter()
+            .filter_map(|b| crate::agg::metric_index(&b.metric))
+            .fold(0u16, |m, i| m | (1 << i));
+        DbSource {
+            cx,
+            want: crate::agg::Want { metrics, stages: false },
+            last: std::cell::RefCell::new(None),
+        }
+    }
+}
 
 impl Source for DbSource<'_> {
-    fn values(&self, metric: &str, from: f64, to: f64) -> Vec<f64> {
-        let Some(expr) = query::metric_expr(metric) else {
-            return Vec::new();
-        };
-        let f = Filter {
-            from: Some(from),
-            to: Some(to),
-            ..Default::default()
-        };
-        query::values(self.0, &f, expr).unwrap_or_else(|e| {
-            tracing::error!(error = %e, "alert query failed");
-            Vec::new()
-        })
+    fn quantile(&self, metric: &str, q: f64, from: f64, to: f64) -> Option<f64> {
+        let i = crate::agg::metric_index(metric)?;
+        let mut last = self.last.borrow_mut();
+        if last.as_ref().is_none_or(|(w, _)| *w != (from, to)) {
+            let f = Filter {
+                from: Some(from),
+                to: Some(to),
+                ..Filter::default()
+            };
+            let agg = crate::plan::total(self.cx, &f, self.want)
+                .map(|t| t.agg)
+                .map_err(|e| tracing::error!(error = %e, "alert query failed"))
+                .ok();
+            *last = Some(((from, to), agg));
+        }
+        last.as_ref()?.1.as_ref()?.metrics[i].quantile(q)
     }
     fn stage_medians(&self, from: f64, to: f64) -> Vec<(String, f64)> {
-        let f = Filter {
-            from: Some(from),
-            to: Some(to),
-            ..Default::default()
-        };
-        query::stage_medians(self.0, &f)
-            .map(|v| v.into_iter().map(|(n, m, _)| (n, m)).collect())
-            .unwrap_or_default()
+        query::window_stage_medians(self.cx, from, to).unwrap_or_else(|e| {
+            tracing::error!(error = %e, "alert stage query failed");
+            Vec::new()
+        })
     }
 }
 
@@ -660,17 +711,28 @@ pub async fn alert_loop(s: Shared) {
         tick.tick().await;
         let s2 = s.clone();
         let _ = tokio::task::spawn_blocking(move || {
-            let c = s2.reader.lock().unwrap_or_else(|e| e.into_inner());
-            let mut e = s2.engine.lock().unwrap_or_else(|e| e.into_inner());
-            for ev in e.evaluate(&DbSource(&c), now_ms()) {
-                let a = e.alerts.iter().find(|a| match ev {
-                    crate::alerts::Event::Fired(id) | crate::alerts::Event::Resolved(id) => {
-                        a.id == id
+            let t = Instant::now();
+            let r = s2.pool.alerts(|cx| {
+                let mut e = s2.engine.lock().unwrap_or_else(|e| e.into_inner());
+                let src = DbSource::new(cx, &e.budgets);
+                let events = e.evaluate(&src, now_ms());
+                for ev in events {
+                    let a = e.alerts.iter().find(|a| match ev {
+                        crate::alerts::Event::Fired(id) | crate::alerts::Event::Resolved(id) => {
+                            a.id == id
+                        }
+                    });
+                    if let Some(a) = a {
+                        tracing::warn!(id = a.id, state = a.state, budget = %a.budget, value = a.value.round(), "alert");
                     }
-                });
-                if let Some(a) = a {
-                    tracing::warn!(id = a.id, state = a.state, budget = %a.budget, value = a.value.round(), "alert");
                 }
+                Ok(())
+            });
+            let ms = t.elapsed().as_secs_f64() * 1000.0;
+            *s2.last_eval_ms.lock().unwrap_or_else(|e| e.into_inner()) = Some(ms);
+            s2.metrics.alert_evaluated(ms / 1000.0);
+            if let Err(e) = r {
+                tracing::error!(error = %e, "alert evaluation failed");
             }
         })
         .await;

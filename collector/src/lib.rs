@@ -5,13 +5,18 @@
 //! `keys` (the safe character set of names that become keys), `raw` (what is kept of a record
 //! as received), `clock` (client clock skew, the accepted time window), `proxy` (the client
 //! behind trusted proxies), `store` (the group-committing writer, its health), `schema`
-//! (tables and migrations), `retention` (bounded deletes, incremental vacuum), `query`
-//! (summary/timeseries), `alerts` (budget engine, pure), `dashboard` (the embedded page),
+//! (tables and migrations), `retention` (bounded deletes, incremental vacuum), `agg` (what
+//! records add up to: counts and log-histogram sketches), `rollup` (per-period aggregates the
+//! writer keeps), `samples` (records read back as contributions), `plan` (which rollups and
+//! records answer a window), `pool` (read connections, the alert engine's own, query budgets),
+//! `query` (summary/timeseries/histogram), `alerts` (budget engine, pure), `metrics` (the
+//! Prometheus exposition), `rules` (Prometheus alerting rules from budgets), `dashboard` (the embedded page),
 //! `http` (routes, CORS, rate limit, security headers), `serve` (connections: accept loop,
 //! cap, timeouts), `counters` (what was refused or closed, and why), `log` (logging that
 //! cannot stop the collector), `client` (a minimal HTTP/1.1 client for the tests and the load
-//! generator).
+//! generator), `rng` (their PRNG).
 
+pub mod agg;
 pub mod alerts;
 pub mod cli;
 pub mod client;
@@ -22,10 +27,17 @@ pub mod http;
 pub mod ingest;
 pub mod keys;
 pub mod log;
+pub mod metrics;
+pub mod plan;
+pub mod pool;
 pub mod proxy;
 pub mod query;
 pub mod raw;
 pub mod retention;
+pub mod rng;
+pub mod rollup;
+pub mod rules;
+pub mod samples;
 pub mod schema;
 pub mod serve;
 pub mod store;
@@ -47,15 +59,22 @@ pub struct Running {
 pub async fn start(cfg: cli::Config) -> Result<Running, String> {
     let counters = Arc::new(counters::Counters::default());
     let retain_ms = (cfg.retain_days > 0.0).then_some(cfg.retain_days * 86_400_000.0);
+    let metrics = Arc::new(metrics::Metrics::new(&cfg));
     let st = store::Store::open(
         &cfg.db,
         cfg.sync,
         store::WriterConfig {
             retain_ms,
             counters: counters.clone(),
+            metrics: Some(metrics.clone()),
         },
     )?;
-    let reader = store::open_reader(&cfg.db).map_err(|e| format!("open reader: {e}"))?;
+    let pool = pool::Pool::open(
+        &cfg.db,
+        cfg.read_connections,
+        Duration::from_secs_f64(cfg.query_budget_s),
+    )
+    .map_err(|e| format!("open readers: {e}"))?;
     let engine = alerts::Engine::new(
         cfg.budgets.clone(),
         cfg.alert_window_s * 1000.0,
@@ -82,11 +101,13 @@ pub async fn start(cfg: cli::Config) -> Result<Running, String> {
         "collector starting"
     );
     let registry = Arc::new(serve::Registry::new(limits, counters.clone()));
+    metrics.collect_collector(counters.clone(), st.clone(), registry.clone());
     let state = Arc::new(http::AppState::new(
         cfg,
         st,
-        reader,
+        pool,
         engine,
+        metrics,
         counters,
         registry.clone(),
         addr,

@@ -1,4 +1,5 @@
-//! The `llm-rum-collector` binary: parse flags, start, print the address, run until killed.
+//! The `llm-rum-collector` binary: parse flags, start, print the address, run until killed
+//! (or, as `llm-rum-collector rules …`, print Prometheus alerting rules for the budgets).
 
 use std::io::Write;
 
@@ -12,6 +13,22 @@ fn fatal(code: i32, msg: &str) -> ! {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("rules") {
+        // `rules`: the same flags (or --config), printed as Prometheus alerting rules.
+        match cli::parse(&args[1..]) {
+            Ok(cli::Parsed::Help) => {
+                let _ = std::io::stdout().write_all(cli::HELP.as_bytes());
+            }
+            Ok(cli::Parsed::Run(c)) => match llm_rum_collector::rules::render(&c) {
+                Ok(y) => {
+                    let _ = std::io::stdout().write_all(y.as_bytes());
+                }
+                Err(e) => fatal(2, &e),
+            },
+            Err(e) => fatal(2, &e),
+        }
+        return;
+    }
     let cfg = match cli::parse(&args) {
         Ok(cli::Parsed::Help) => {
             let _ = std::io::stdout().write_all(cli::HELP.as_bytes());

@@ -1,46 +1,38 @@
-//! Read side: the metric registry, filters, `/api/summary` and `/api/timeseries`.
+//! Read side: `/api/summary`, `/api/timeseries`, `/api/histogram`, and the alert engine's
+//! values, all answered from rollups (`plan`) within a time budget.
 //!
-//! Percentiles are exact nearest-rank over the selected rows (the value at rank ⌈q·n⌉ of the
-//! sorted values): the window is read from SQLite, sorted in memory. Exact is affordable at the
-//! volumes one collector holds and avoids explaining an error bound on a dashboard.
+//! Percentiles are the log-histogram sketch's (`llm_rum::core::request::histogram`): the nearest-rank value
+//! (rank ⌈q·n⌉ of the sorted values) within 1 % relative error (±0.01 ms below 0.01 ms). Counts,
+//! rates and sums are exact.
 
-use rusqlite::{Connection, ToSql};
+use std::collections::BTreeMap;
+
+use rusqlite::Connection;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-/// Metric name (the record's key, DESIGN.md §1) → SQL expression over `records`.
-pub const METRICS: &[(&str, &str)] = &[
-    ("ttft", "ttft"),
-    ("ttfp", "ttfp"),
-    ("perceivedTtft", "perceived_ttft"),
-    ("total", "total"),
-    ("perceivedTotal", "perceived_total"),
-    ("tpot", "tpot"),
-    ("itl.p50", "itl_p50"),
-    ("itl.p95", "itl_p95"),
-    ("itl.max", "itl_max"),
-    ("renderDelay.p95", "render_delay_p95"),
-    ("stalls.count", "stalls_count"),
-    ("stalls.totalMs", "stalls_total_ms"),
-];
+use crate::agg::{metric_index, Agg, Sample, Want, METRICS, N_STAGES, STAGES};
+use crate::plan::{self, Ctx, Planner, QResult, Sink};
 
-/// The stage decomposition of one answer, in time order: name → SQL expression. Server stages
-/// (from Server-Timing) come from the `stages` table and are reported next to these; they
-/// overlap start→headers / headers→firstToken, so they are a breakdown, not extra segments.
-pub const STAGES: &[(&str, &str)] = &[
-    ("interaction→start", "-m_interaction"),
-    ("start→headers", "m_headers"),
-    ("headers→firstToken", "m_first_token - m_headers"),
-    ("firstToken→firstPaint", "m_first_paint - m_first_token"),
-    ("decode", "m_last_token - m_first_token"),
-    ("lastToken→lastPaint", "m_last_paint - m_last_token"),
-];
+pub use crate::plan::Filter;
 
-pub fn metric_expr(name: &str) -> Option<&'static str> {
-    METRICS.iter().find(|(n, _)| *n == name).map(|(_, e)| *e)
+/// How the API describes its percentiles.
+pub const PERCENTILES: &str =
+    "log-histogram sketch (DDSketch, alpha = 1%): within 1% of the exact nearest-rank value (rank ceil(q*n))";
+
+/// Server stages listed in a summary at most (the most frequent; beacons choose the names).
+const MAX_SUMMARY_SERVER_STAGES: usize = 32;
+
+pub fn is_metric(name: &str) -> bool {
+    metric_index(name).is_some()
 }
 
-/// Nearest-rank percentile of sorted values; `None` when empty.
+pub fn metric_names() -> Vec<&'static str> {
+    METRICS.iter().map(|(n, _)| *n).collect()
+}
+
+/// Exact nearest-rank percentile of sorted values; `None` when empty (for the load generator's
+/// own latency figures and the tests).
 pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
     if sorted.is_empty() {
         return None;
@@ -49,232 +41,145 @@ pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
     Some(sorted[rank.clamp(1, sorted.len()) - 1])
 }
 
-/// Filters shared by every query. Times are `startEpochMs` (when the request started, on the
-/// client's clock), in ms since the epoch; `from` inclusive, `to` exclusive.
-#[derive(Debug, Default, Clone)]
-pub struct Filter {
-    pub from: Option<f64>,
-    pub to: Option<f64>,
-    pub route: Option<String>,
-    pub model: Option<String>,
-    pub outcome: Option<String>,
-}
-
-impl Filter {
-    fn sql(&self, prefix: &str) -> (String, Vec<Box<dyn ToSql>>) {
-        let mut w = vec!["1=1".to_string()];
-        let mut p: Vec<Box<dyn ToSql>> = Vec::new();
-        if let Some(f) = self.from {
-            w.push(format!("{prefix}start_ms >= ?"));
-            p.push(Box::new(f));
-        }
-        if let Some(t) = self.to {
-            w.push(format!("{prefix}start_ms < ?"));
-            p.push(Box::new(t));
-        }
-        for (col, v) in [
-            ("route", &self.route),
-            ("model", &self.model),
-            ("outcome", &self.outcome),
-        ] {
-            if let Some(v) = v {
-                w.push(format!("{prefix}{col} = ?"));
-                p.push(Box::new(v.clone()));
-            }
-        }
-        (w.join(" AND "), p)
-    }
-}
-
-/// Sorted non-null values of an expression over the filtered records.
-pub fn values(c: &Connection, f: &Filter, expr: &str) -> rusqlite::Result<Vec<f64>> {
-    let (w, p) = f.sql("");
-    let sql = format!("SELECT v FROM (SELECT ({expr}) AS v FROM records WHERE {w}) WHERE v IS NOT NULL ORDER BY v");
-    let mut st = c.prepare_cached(&sql)?;
-    let rows = st.query_map(rusqlite::params_from_iter(p.iter()), |r| r.get::<_, f64>(0))?;
-    rows.collect()
-}
-
 #[derive(Serialize, Debug, Clone, PartialEq)]
 pub struct Stat {
-    pub count: usize,
+    pub count: u64,
     pub p50: Option<f64>,
     pub p75: Option<f64>,
     pub p95: Option<f64>,
     pub p99: Option<f64>,
 }
 
-pub fn stat(sorted: &[f64]) -> Stat {
+fn stat(h: &llm_rum::core::request::histogram::LogHistogram) -> Stat {
     Stat {
-        count: sorted.len(),
-        p50: percentile(sorted, 0.50),
-        p75: percentile(sorted, 0.75),
-        p95: percentile(sorted, 0.95),
-        p99: percentile(sorted, 0.99),
+        count: h.count() as u64,
+        p50: h.quantile(0.50),
+        p75: h.quantile(0.75),
+        p95: h.quantile(0.95),
+        p99: h.quantile(0.99),
     }
 }
 
-/// Median of every stage (client segments and server stages) over the filtered records:
-/// `(name, median, count)`, client segments first in time order, then server stages by name.
-pub fn stage_medians(c: &Connection, f: &Filter) -> rusqlite::Result<Vec<(String, f64, usize)>> {
+/// Median of every stage: `(name, median, count)`, client segments first in time order, then
+/// server stages by name.
+pub fn stage_medians(a: &Agg) -> Vec<(String, f64, u64)> {
     let mut out = Vec::new();
-    for (name, expr) in STAGES {
-        let v = values(c, f, expr)?;
-        if let Some(m) = percentile(&v, 0.5) {
-            out.push((name.to_string(), m, v.len()));
+    for (k, name) in STAGES.iter().enumerate().take(N_STAGES) {
+        if let Some(m) = a.stages[k].quantile(0.5) {
+            out.push((name.to_string(), m, a.stages[k].count()));
         }
     }
-    let (w, p) = f.sql("r.");
-    let sql = format!(
-        "SELECT s.name, s.dur FROM stages s JOIN records r ON r.id = s.record_id WHERE {w} ORDER BY s.name, s.dur"
-    );
-    let mut st = c.prepare_cached(&sql)?;
-    let rows = st.query_map(rusqlite::params_from_iter(p.iter()), |r| {
-        Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?))
-    })?;
-    let mut cur: Option<(String, Vec<f64>)> = None;
-    let flush = |cur: Option<(String, Vec<f64>)>, out: &mut Vec<(String, f64, usize)>| {
-        if let Some((n, v)) = cur {
-            if let Some(m) = percentile(&v, 0.5) {
-                out.push((format!("server:{n}"), m, v.len()));
-            }
-        }
-    };
-    for row in rows {
-        let (n, d) = row?;
-        match &mut cur {
-            Some((cn, v)) if *cn == n => v.push(d),
-            _ => {
-                flush(cur.take(), &mut out);
-                cur = Some((n, vec![d]));
-            }
+    for (name, h) in a.top_server(MAX_SUMMARY_SERVER_STAGES) {
+        if let Some(m) = h.quantile(0.5) {
+            out.push((format!("server:{name}"), m, h.count() as u64));
         }
     }
-    flush(cur, &mut out);
-    Ok(out)
+    out
 }
 
 /// Routes listed in the summary's per-route buffering table.
 pub const MAX_ROUTES: usize = 20;
 
 /// `/api/summary`.
-pub fn summary(c: &Connection, f: &Filter) -> rusqlite::Result<Value> {
-    let (w, p) = f.sql("");
+pub fn summary(cx: &Ctx, f: &Filter) -> QResult<Value> {
+    let t = plan::total_by_route(cx, f, Want::ALL)?;
+    let a = &t.agg;
     let mut metrics = Map::new();
-    for (name, expr) in METRICS {
+    for (i, (name, _)) in METRICS.iter().enumerate() {
         metrics.insert(
             name.to_string(),
-            serde_json::to_value(stat(&values(c, f, expr)?)).unwrap_or(Value::Null),
+            serde_json::to_value(stat(&a.metrics[i])).unwrap_or(Value::Null),
         );
     }
-    let mut outcomes = Map::new();
-    {
-        let mut st = c.prepare_cached(&format!(
-            "SELECT outcome, COUNT(*) FROM records WHERE {w} GROUP BY outcome"
-        ))?;
-        let rows = st.query_map(rusqlite::params_from_iter(p.iter()), |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
-        })?;
-        for r in rows {
-            let (o, n) = r?;
-            outcomes.insert(o, n.into());
-        }
-    }
-    // Sums of values from beacons are TOTAL() (a float, never an integer overflow: a stored
-    // i64::MAX once made every later SUM fail); counts are clamped at ingest anyway.
-    let agg = format!(
-        "SELECT COUNT(*), \
-           SUM(stalls_count IS NOT NULL), SUM(stalls_count > 0), \
-           SUM(buffered IS NOT NULL), SUM(buffered = 1), \
-           TOTAL(stalls_network), TOTAL(stalls_render), \
-           SUM(hidden = 1), \
-           SUM(upstream_buffered IS NOT NULL), SUM(upstream_buffered = 1) \
-         FROM records WHERE {w}"
-    );
-    let (count, stall_n, stalled, buf_n, buffered, net, render, hidden, up_n, upstream) =
-        c.prepare_cached(&agg)?
-            .query_row(rusqlite::params_from_iter(p.iter()), |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, Option<i64>>(1)?.unwrap_or(0),
-                    r.get::<_, Option<i64>>(2)?.unwrap_or(0),
-                    r.get::<_, Option<i64>>(3)?.unwrap_or(0),
-                    r.get::<_, Option<i64>>(4)?.unwrap_or(0),
-                    r.get::<_, f64>(5)?,
-                    r.get::<_, f64>(6)?,
-                    r.get::<_, Option<i64>>(7)?.unwrap_or(0),
-                    r.get::<_, Option<i64>>(8)?.unwrap_or(0),
-                    r.get::<_, Option<i64>>(9)?.unwrap_or(0),
-                ))
-            })?;
-    let rate = |a: i64, n: i64| {
+    let outcomes: Map<String, Value> = t
+        .outcomes
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(o, n)| (o.clone(), json!(n)))
+        .collect();
+    let rate = |x: u64, n: u64| {
         if n > 0 {
-            json!(a as f64 / n as f64)
+            json!(x as f64 / n as f64)
         } else {
             Value::Null
         }
     };
-    // Per route, the two kinds of buffering side by side: the UI's (`buffered`: render as
-    // text arrives) and upstream (`upstreamBuffered`: a proxy or compression; fix the path).
-    // The busiest routes first, bounded.
-    let mut routes = Vec::new();
-    {
-        let mut st = c.prepare_cached(&format!(
-            "SELECT route, COUNT(*), SUM(buffered IS NOT NULL), SUM(buffered = 1), \
-               SUM(upstream_buffered IS NOT NULL), SUM(upstream_buffered = 1) \
-             FROM records WHERE {w} GROUP BY route ORDER BY COUNT(*) DESC, route LIMIT {MAX_ROUTES}"
-        ))?;
-        let rows = st.query_map(rusqlite::params_from_iter(p.iter()), |r| {
-            Ok((
-                r.get::<_, Option<String>>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, Option<i64>>(2)?.unwrap_or(0),
-                r.get::<_, Option<i64>>(3)?.unwrap_or(0),
-                r.get::<_, Option<i64>>(4)?.unwrap_or(0),
-                r.get::<_, Option<i64>>(5)?.unwrap_or(0),
-            ))
-        })?;
-        for row in rows {
-            let (route, n, bn, b, un, u) = row?;
-            routes.push(json!({"route": route, "count": n, "bufferedRate": rate(b, bn), "upstreamBufferedRate": rate(u, un)}));
-        }
-    }
-    let stages: Vec<Value> = stage_medians(c, f)?
+    let stages: Vec<Value> = stage_medians(a)
         .into_iter()
         .map(|(n, m, k)| json!({"stage": n, "median": m, "count": k, "server": n.starts_with("server:")}))
         .collect();
-    // Beacons are filtered by arrival time (they have no start time of their own).
-    let (dropped, too_old, future): (f64, f64, f64) = {
-        let mut q = "SELECT TOTAL(dropped), TOTAL(refused_old), TOTAL(refused_future) FROM beacons WHERE 1=1".to_string();
-        let mut bp: Vec<f64> = Vec::new();
-        if let Some(fr) = f.from {
-            q += " AND received_ms >= ?";
-            bp.push(fr);
-        }
-        if let Some(t) = f.to {
-            q += " AND received_ms < ?";
-            bp.push(t);
-        }
-        c.prepare_cached(&q)?
-            .query_row(rusqlite::params_from_iter(bp.iter()), |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })?
-    };
+    // Per route, the two kinds of buffering side by side: the UI's (`buffered`: render as
+    // text arrives) and upstream (`upstreamBuffered`: a proxy or compression; fix the path).
+    // The busiest routes first, bounded; counted from the same rollup rows as everything else.
+    let mut by_route: Vec<_> = t.routes.iter().flatten().filter(|(_, b)| b.n > 0).collect();
+    by_route.sort_by(|a, b| b.1.n.cmp(&a.1.n).then_with(|| a.0.cmp(b.0)));
+    let routes: Vec<Value> = by_route
+        .into_iter()
+        .take(MAX_ROUTES)
+        .map(|(route, b)| {
+            json!({"route": route, "count": b.n, "bufferedRate": rate(b.buffered, b.buf_n),
+                   "upstreamBufferedRate": rate(b.upstream, b.up_n)})
+        })
+        .collect();
+    let (dropped, too_old, future) = beacon_totals(cx, f)?;
     Ok(json!({
-        "count": count,
+        "count": a.n,
         "metrics": metrics,
         "outcomes": outcomes,
-        "stallRate": rate(stalled, stall_n),
-        "bufferedRate": rate(buffered, buf_n),
-        "upstreamBufferedRate": rate(upstream, up_n),
+        "stallRate": rate(a.stalled, a.stall_n),
+        "bufferedRate": rate(a.buffered, a.buf_n),
+        "upstreamBufferedRate": rate(a.upstream, a.up_n),
         "routes": routes,
-        "hiddenCount": hidden,
-        "stallCauses": {"network": total_json(net), "render": total_json(render)},
+        "hiddenCount": a.hidden,
+        "stallCauses": {"network": total_json(a.net), "render": total_json(a.render)},
         "stages": stages,
         "dropped": total_json(dropped),
         "refused": {"tooOld": total_json(too_old), "future": total_json(future)},
-        "percentiles": "exact nearest-rank: value at rank ceil(q*n) of the sorted window",
+        "percentiles": PERCENTILES,
     }))
+}
+
+/// Dropped and refused counts of the beacons received in the window (beacons have no start
+/// time of their own): whole minutes from the beacon rollups, the rest from the beacons.
+fn beacon_totals(cx: &Ctx, f: &Filter) -> QResult<(f64, f64, f64)> {
+    let m0 = f.from.map(|x| (x / 60_000.0).ceil() as i64);
+    let m1 = f.to.map(|x| (x / 60_000.0).floor() as i64);
+    if let (Some(a), Some(b)) = (m0, m1) {
+        if a >= b {
+            return raw_beacons(cx.c, f.from, f.to);
+        }
+    }
+    let (d, o, fu): (f64, f64, f64) = cx.c.prepare_cached(
+        "SELECT TOTAL(dropped), TOTAL(refused_old), TOTAL(refused_future) FROM beacon_rollups \
+         WHERE minute >= ?1 AND minute < ?2",
+    )?
+    .query_row([m0.unwrap_or(i64::MIN), m1.unwrap_or(i64::MAX)], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+    })?;
+    let mut sum = (d, o, fu);
+    for (a, b) in [
+        (f.from, m0.map(|m| m as f64 * 60_000.0)),
+        (m1.map(|m| m as f64 * 60_000.0), f.to),
+    ] {
+        if let (Some(a), Some(b)) = (a, b) {
+            if a < b {
+                let e = raw_beacons(cx.c, Some(a), Some(b))?;
+                sum = (sum.0 + e.0, sum.1 + e.1, sum.2 + e.2);
+            }
+        }
+    }
+    Ok(sum)
+}
+
+fn raw_beacons(c: &Connection, from: Option<f64>, to: Option<f64>) -> QResult<(f64, f64, f64)> {
+    Ok(c.prepare_cached(
+        "SELECT TOTAL(dropped), TOTAL(refused_old), TOTAL(refused_future) FROM beacons \
+         WHERE received_ms >= ?1 AND received_ms < ?2",
+    )?
+    .query_row(
+        [from.unwrap_or(f64::NEG_INFINITY), to.unwrap_or(f64::INFINITY)],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?)
 }
 
 /// A TOTAL() of counts as JSON: an integer while exact (below 2^53), else the float.
@@ -286,78 +191,120 @@ fn total_json(x: f64) -> Value {
     }
 }
 
-/// `/api/timeseries`: the q-percentile of `expr` per bucket of `bucket_ms` (by startEpochMs).
-pub fn timeseries(
-    c: &Connection,
-    f: &Filter,
-    expr: &str,
-    q: f64,
+/// Whole-minute buckets a timeseries may have at most (each is planned on its own).
+pub const MAX_BUCKETS: f64 = 100_000.0;
+
+/// Per-bucket aggregates of one metric.
+struct Buckets {
     bucket_ms: f64,
-) -> rusqlite::Result<Vec<Value>> {
-    let (w, p) = f.sql("");
-    let sql = format!(
-        "SELECT b, v FROM (SELECT CAST(start_ms / ? AS INTEGER) AS b, ({expr}) AS v FROM records WHERE {w}) \
-         WHERE v IS NOT NULL ORDER BY b, v"
-    );
-    let mut params: Vec<Box<dyn ToSql>> = vec![Box::new(bucket_ms)];
-    params.extend(p);
-    let mut st = c.prepare_cached(&sql)?;
-    let rows = st.query_map(rusqlite::params_from_iter(params.iter()), |r| {
-        Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?))
-    })?;
-    let mut out = Vec::new();
-    let mut cur: Option<(i64, Vec<f64>)> = None;
-    let emit = |cur: Option<(i64, Vec<f64>)>, out: &mut Vec<Value>| {
-        if let Some((b, v)) = cur {
-            out.push(json!({"t": b as f64 * bucket_ms, "n": v.len(), "value": percentile(&v, q)}));
-        }
-    };
-    for row in rows {
-        let (b, v) = row?;
-        match &mut cur {
-            Some((cb, vs)) if *cb == b => vs.push(v),
-            _ => {
-                emit(cur.take(), &mut out);
-                cur = Some((b, vec![v]));
-            }
-        }
-    }
-    emit(cur, &mut out);
-    Ok(out)
+    metric: usize,
+    by: BTreeMap<i64, Agg>,
 }
 
-/// Histogram of two metrics on shared bins (the dashboard's ttft vs perceivedTtft chart).
-pub fn histogram(
-    c: &Connection,
-    f: &Filter,
-    names: &[&str],
-    bins: usize,
-) -> rusqlite::Result<Value> {
-    let mut series = Vec::new();
+impl Sink for Buckets {
+    fn agg(&mut self, t: f64, _route: &str, _outcome: &str, a: Agg) {
+        let b = (t / self.bucket_ms).floor() as i64;
+        self.by.entry(b).or_default().metrics[self.metric].merge(&a.metrics[self.metric]);
+    }
+    fn sample(&mut self, s: Sample) {
+        let b = (s.start_ms / self.bucket_ms).floor() as i64;
+        if let Some(v) = s.metrics[self.metric] {
+            self.by.entry(b).or_default().metrics[self.metric].record(v);
+        }
+    }
+}
+
+/// `/api/timeseries`: the q-percentile of a metric per bucket of `bucket_ms` (by startEpochMs,
+/// aligned to the epoch). Buckets of whole minutes come from rollups; others from the records.
+pub fn timeseries(cx: &Ctx, f: &Filter, metric: usize, q: f64, bucket_ms: f64) -> QResult<Result<Vec<Value>, String>> {
+    let Some((a, b)) = plan::window(cx.c, f, bucket_ms)? else {
+        return Ok(Ok(Vec::new()));
+    };
+    let mut pieces = Vec::new();
+    if bucket_ms % 60_000.0 == 0.0 {
+        let (b0, b1) = ((a / bucket_ms).floor(), (b / bucket_ms).ceil());
+        if b1 - b0 > MAX_BUCKETS {
+            return Ok(Err(format!(
+                "{} buckets of {} s in this window (at most {MAX_BUCKETS}): use a larger bucket or a shorter window",
+                b1 - b0,
+                bucket_ms / 1000.0
+            )));
+        }
+        let planner = Planner::new(cx.c, f, a, b)?;
+        let mut k = b0;
+        while k < b1 {
+            let lo = (k * bucket_ms).max(a);
+            let hi = ((k + 1.0) * bucket_ms).min(b);
+            planner.plan(lo, hi, &mut pieces);
+            k += 1.0;
+        }
+        planner.refine(cx, f, &mut pieces)?;
+    } else {
+        // Not whole minutes: no rollup fits a bucket, so the records are read (within the
+        // query budget).
+        pieces.push(plan::Piece::Raw { from: a, to: b });
+    }
+    let mut sink = Buckets {
+        bucket_ms,
+        metric,
+        by: BTreeMap::new(),
+    };
+    plan::run(cx, &pieces, f, Want::metric(metric), &mut sink)?;
+    Ok(Ok(sink
+        .by
+        .into_iter()
+        .filter(|(_, a)| a.metrics[metric].count() > 0)
+        .map(|(k, a)| {
+            let h = &a.metrics[metric];
+            json!({"t": k as f64 * bucket_ms, "n": h.count(), "value": h.quantile(q)})
+        })
+        .collect()))
+}
+
+/// Histogram of metrics on shared bins (the dashboard's ttft vs perceivedTtft chart), drawn from
+/// the sketches: each bucket's samples land in the bin of its representative value (within 1 %
+/// of each sample).
+pub fn histogram(cx: &Ctx, f: &Filter, names: &[&str], bins: usize) -> QResult<Value> {
+    let idx: Vec<usize> = names.iter().filter_map(|n| metric_index(n)).collect();
+    let want = Want {
+        metrics: idx.iter().fold(0, |m, i| m | (1 << i)),
+        stages: false,
+    };
+    let t = plan::total(cx, f, want)?;
     let mut hi: f64 = 0.0;
-    for n in names {
-        let v = match metric_expr(n) {
-            Some(e) => values(c, f, e)?,
-            None => Vec::new(),
-        };
+    for &i in &idx {
         // Clip the axis at p99 so one outlier does not squash every bar into the first bin.
-        if let Some(p) = percentile(&v, 0.99) {
+        if let Some(p) = t.agg.metrics[i].quantile(0.99) {
             hi = hi.max(p);
         }
-        series.push((n.to_string(), v));
     }
     let bins = bins.clamp(1, 200);
     let width = if hi > 0.0 { hi / bins as f64 } else { 1.0 };
-    let out: Vec<Value> = series
-        .into_iter()
-        .map(|(n, v)| {
+    let out: Vec<Value> = names
+        .iter()
+        .zip(&idx)
+        .map(|(n, &i)| {
+            let h = &t.agg.metrics[i];
             let mut counts = vec![0u64; bins];
-            for x in &v {
-                let i = ((x / width) as usize).min(bins - 1);
-                counts[i] += 1;
+            for (v, c) in h.buckets() {
+                counts[((v / width) as usize).min(bins - 1)] += c as u64;
             }
-            json!({"metric": n, "count": v.len(), "counts": counts})
+            json!({"metric": n, "count": h.count(), "counts": counts})
         })
         .collect();
     Ok(json!({"binWidth": width, "bins": bins, "series": out}))
+}
+
+/// Stage medians over `[from, to)` (what the alert engine compares when an alert fires).
+pub fn window_stage_medians(cx: &Ctx, from: f64, to: f64) -> QResult<Vec<(String, f64)>> {
+    let f = Filter {
+        from: Some(from),
+        to: Some(to),
+        ..Filter::default()
+    };
+    let t = plan::total(cx, &f, Want::STAGES)?;
+    Ok(stage_medians(&t.agg)
+        .into_iter()
+        .map(|(n, m, _)| (n, m))
+        .collect())
 }

@@ -18,17 +18,20 @@ pub const VACUUM_PAGES: i64 = 4_096;
 pub struct Deleted {
     pub records: usize,
     pub beacons: usize,
+    /// Rollup rows (of every level) whose period ended before the cutoff.
+    pub rollups: usize,
 }
 
 impl Deleted {
     /// More is waiting: a batch was full.
     pub fn full(&self, limit: usize) -> bool {
-        self.records >= limit || self.beacons >= limit
+        self.records >= limit || self.beacons >= limit || self.rollups >= limit
     }
 }
 
 /// Deletes at most `limit` records (and their stages) and `limit` beacons received before
-/// `cutoff_ms`, oldest first, in one transaction.
+/// `cutoff_ms`, oldest first, and up to `limit` rollup rows of each level whose period ended
+/// before it, in one transaction.
 pub fn delete_batch(c: &mut Connection, cutoff_ms: i64, limit: usize) -> rusqlite::Result<Deleted> {
     let tx = c.transaction()?;
     let limit = limit as i64;
@@ -51,8 +54,13 @@ pub fn delete_batch(c: &mut Connection, cutoff_ms: i64, limit: usize) -> rusqlit
         "DELETE FROM beacons WHERE id IN (SELECT id FROM beacons WHERE received_ms < ?1 ORDER BY received_ms LIMIT ?2)",
         rusqlite::params![cutoff_ms, limit],
     )?;
+    let rollups = crate::rollup::delete_before(&tx, cutoff_ms, limit as usize)?;
     tx.commit()?;
-    Ok(Deleted { records, beacons })
+    Ok(Deleted {
+        records,
+        beacons,
+        rollups,
+    })
 }
 
 /// Returns up to `VACUUM_PAGES` free pages to the file system; the number returned.

@@ -75,11 +75,18 @@ CREATE TABLE IF NOT EXISTS stages (
 CREATE INDEX IF NOT EXISTS stages_name ON stages(name);
 "#;
 
+/// One schema change: its SQL, then (optionally) a data step in the same transaction.
+pub struct Migration {
+    pub sql: &'static str,
+    pub then: Option<fn(&rusqlite::Transaction) -> rusqlite::Result<()>>,
+}
+
 /// Migration N (1-based) brings a database from user_version N−1 to N.
-const MIGRATIONS: &[&str] = &[
+const MIGRATIONS: &[Migration] = &[
     // 1 (issue 11): clock correction and refusals per beacon; counts clamped (a stored
     // i64::MAX made every later SUM overflow); `meta` for the writer's health probe.
-    r#"
+    Migration {
+        sql: r#"
     ALTER TABLE beacons ADD COLUMN sent_ms REAL;
     ALTER TABLE beacons ADD COLUMN skew_ms REAL;
     ALTER TABLE beacons ADD COLUMN refused_old INTEGER NOT NULL DEFAULT 0;
@@ -90,11 +97,22 @@ const MIGRATIONS: &[&str] = &[
     UPDATE records SET stalls_render = 4294967295 WHERE stalls_render > 4294967295;
     CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
     "#,
-    // 2 (issue 16): the record's `upstreamBuffered` (a proxy or compression held the text
-    // back), counted next to the UI's own `buffered`.
-    r#"
-    ALTER TABLE records ADD COLUMN upstream_buffered INTEGER;
-    "#,
+        then: None,
+    },
+    // 2 (issue 12): rollups (per-minute/hour/day aggregates with log-histogram sketches) and
+    // beacon rollups; the records already stored are rolled up in the same transaction.
+    Migration {
+        sql: crate::rollup::SCHEMA,
+        then: Some(crate::rollup::backfill),
+    },
+    // 3 (issue 16): the record's `upstreamBuffered` (a proxy or compression held the text
+    // back), counted next to the UI's own `buffered`. Rollup rows count it from format 2 of
+    // `agg::Agg::encode` on; the rows already stored (format 1) read as counting none, which
+    // is exact: their records were stored without the column (NULL).
+    Migration {
+        sql: "ALTER TABLE records ADD COLUMN upstream_buffered INTEGER;",
+        then: None,
+    },
 ];
 
 pub const VERSION: i64 = MIGRATIONS.len() as i64;
@@ -112,9 +130,12 @@ pub fn migrate(c: &mut Connection) -> Result<(), String> {
             "schema: the database is at version {have}, this collector knows up to {VERSION} (a newer collector wrote it)"
         ));
     }
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(have as usize) {
+    for (i, m) in MIGRATIONS.iter().enumerate().skip(have as usize) {
         let tx = c.transaction().map_err(err)?;
-        tx.execute_batch(sql).map_err(err)?;
+        tx.execute_batch(m.sql).map_err(err)?;
+        if let Some(step) = m.then {
+            step(&tx).map_err(err)?;
+        }
         tx.pragma_update(None, "user_version", i as i64 + 1)
             .map_err(err)?;
         tx.commit().map_err(err)?;

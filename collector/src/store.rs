@@ -15,14 +15,16 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rusqlite::{params_from_iter, Connection, OpenFlags, ToSql};
+use rusqlite::{params_from_iter, Connection, ToSql};
 use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::clock::Admitted;
 use crate::counters::{add, Counters};
 use crate::ingest::{Beacon, Row};
+use crate::agg::Sample;
 use crate::retention;
+use crate::rollup::Rollups;
 
 /// Record columns in insert order (after `id`, `received_ms`).
 const COLS: [&str; 37] = [
@@ -73,12 +75,14 @@ pub enum Sync {
     Normal,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stored {
     /// Records inserted or that replaced a stored `partial`.
     pub stored: usize,
     /// Records already present (retried beacon, or a `partial` after its completed version).
     pub duplicates: usize,
+    /// Indexes (in the beacon) of the records stored, for the metrics.
+    pub fresh: Vec<usize>,
 }
 
 struct Job {
@@ -111,6 +115,8 @@ pub struct WriterConfig {
     /// Delete what was received longer ago than this; None = keep everything.
     pub retain_ms: Option<f64>,
     pub counters: Arc<Counters>,
+    /// Prometheus families fed with every record stored (`/metrics`).
+    pub metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
 pub fn open_conn(path: &Path, sync: Sync) -> rusqlite::Result<Connection> {
@@ -129,30 +135,20 @@ pub fn open_conn(path: &Path, sync: Sync) -> rusqlite::Result<Connection> {
     Ok(c)
 }
 
-/// A connection for queries (the API and the alert engine). WAL lets it read while the
-/// writer writes.
-pub fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
-    let c = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    c.busy_timeout(Duration::from_secs(10))?;
-    Ok(c)
-}
-
 impl Store {
     /// Brings the schema up to date and starts the writer thread.
     pub fn open(path: &Path, sync: Sync, wc: WriterConfig) -> Result<Store, String> {
         let mut conn =
             open_conn(path, sync).map_err(|e| format!("open {}: {e}", path.display()))?;
         crate::schema::migrate(&mut conn)?;
+        let rollups = Rollups::new();
         // Bounded: when the disk cannot keep up, handlers wait here (backpressure), not in RAM.
         let (tx, rx) = mpsc::channel::<Msg>(4096);
         let health: Health = Arc::default();
         let h = health.clone();
         std::thread::Builder::new()
             .name("rum-writer".into())
-            .spawn(move || Writer::new(conn, wc, h).run(rx))
+            .spawn(move || Writer::new(conn, wc, h, rollups).run(rx))
             .map_err(|e| e.to_string())?;
         Ok(Store {
             tx,
@@ -219,6 +215,9 @@ struct Writer {
     /// When the next retention pass starts; `pass` while one is under way.
     retention_due: Instant,
     pass: Option<Pass>,
+    rollups: Rollups,
+    /// Hours or days are waiting to be compacted (worked on whenever no beacon waits).
+    compacting: bool,
 }
 
 /// One retention pass: batches until a batch is not full, then a vacuum step.
@@ -233,7 +232,7 @@ struct Pass {
 }
 
 impl Writer {
-    fn new(conn: Connection, wc: WriterConfig, health: Health) -> Writer {
+    fn new(conn: Connection, wc: WriterConfig, health: Health, rollups: Rollups) -> Writer {
         Writer {
             conn,
             wc,
@@ -241,18 +240,24 @@ impl Writer {
             last_ok: Instant::now(),
             retention_due: Instant::now(),
             pass: None,
+            rollups,
+            compacting: true,
         }
     }
 
     fn run(mut self, mut rx: mpsc::Receiver<Msg>) {
         let mut batch: Vec<Job> = Vec::new();
         loop {
-            // A retention pass under way continues whenever no beacon is waiting.
-            let msg = if self.pass.is_some() {
+            // A retention pass or compaction under way continues whenever no beacon waits.
+            let msg = if self.pass.is_some() || self.compacting {
                 match rx.try_recv() {
                     Ok(m) => m,
                     Err(TryRecvError::Empty) => {
-                        self.retention_batch();
+                        if self.pass.is_some() {
+                            self.retention_batch();
+                        } else {
+                            self.compact_step();
+                        }
                         continue;
                     }
                     Err(TryRecvError::Disconnected) => return,
@@ -284,7 +289,8 @@ impl Writer {
                     Err(_) => break,
                 }
             }
-            let result = write_batch(&mut self.conn, &batch);
+            let result = write_batch(&mut self.conn, &mut self.rollups, &batch);
+            self.rollups.settle(result.is_ok());
             self.record(result.as_ref().map(|_| ()).map_err(|e| e.to_string()));
             let c = &self.wc.counters;
             match result {
@@ -293,6 +299,12 @@ impl Writer {
                         add(&c.beacons_stored, 1);
                         add(&c.records_stored, r.stored as u64);
                         add(&c.records_duplicate, r.duplicates as u64);
+                        add(&c.records_dropped_by_sdk, job.beacon.dropped);
+                        if let Some(m) = &self.wc.metrics {
+                            for &i in &r.fresh {
+                                m.observe(&job.beacon.records[i]);
+                            }
+                        }
                         let _ = job.reply.send(Ok(r));
                     }
                 }
@@ -346,6 +358,14 @@ impl Writer {
                 .map_err(|e| e.to_string());
             self.record(r);
         }
+        // One compaction step on every tick, waiting beacons or not (under sustained ingest the
+        // writer is never idle, and stale hours would make every read fall back to minutes);
+        // more whenever no beacon waits.
+        if let Err(e) = self.rollups.merge_step(&mut self.conn) {
+            tracing::error!(error = %e, "rollups: merging the deltas failed (retried)");
+        }
+        self.compacting = true;
+        self.compact_step();
         if let Some(retain) = self.wc.retain_ms {
             if self.pass.is_none() && Instant::now() >= self.retention_due {
                 // Checked every tenth of the retention period (at most a minute apart), so
@@ -361,6 +381,21 @@ impl Writer {
         }
     }
 
+    /// One compaction step (see `rollup`); stops being scheduled when none is due.
+    fn compact_step(&mut self) {
+        let t = Instant::now();
+        match self.rollups.compact_step(&mut self.conn, crate::clock::now_ms()) {
+            Ok(true) => {
+                tracing::debug!(ms = t.elapsed().as_millis() as u64, "rollups compacted");
+            }
+            Ok(false) => self.compacting = false,
+            Err(e) => {
+                self.compacting = false; // retried at the next tick
+                tracing::error!(error = %e, "rollup compaction failed (retried)");
+            }
+        }
+    }
+
     fn retention_batch(&mut self) {
         let Some(p) = self.pass.as_mut() else { return };
         let t = Instant::now();
@@ -370,6 +405,9 @@ impl Writer {
         let p = self.pass.as_mut().expect("pass");
         match r {
             Ok(d) => {
+                if d.rollups > 0 {
+                    self.rollups.forget();
+                }
                 p.records += d.records;
                 p.beacons += d.beacons;
                 p.batches += 1;
@@ -404,7 +442,11 @@ impl Writer {
     }
 }
 
-fn write_batch(conn: &mut Connection, batch: &[Job]) -> rusqlite::Result<Vec<Stored>> {
+fn write_batch(
+    conn: &mut Connection,
+    rollups: &mut Rollups,
+    batch: &[Job],
+) -> rusqlite::Result<Vec<Stored>> {
     let tx = conn.transaction()?;
     let mut out = Vec::with_capacity(batch.len());
     {
@@ -413,16 +455,19 @@ fn write_batch(conn: &mut Connection, batch: &[Job]) -> rusqlite::Result<Vec<Sto
             .chain(COLS.iter().filter(|c| **c != "id").map(|c| c.to_string()))
             .map(|c| format!("{c}=excluded.{c}"))
             .collect();
+        let cols = COLS.join(",");
+        // New ids insert; an id already stored is looked at (below) before anything changes.
+        let mut ins = tx.prepare_cached(&format!(
+            "INSERT INTO records(received_ms,{cols}) VALUES({placeholders}) ON CONFLICT(id) DO NOTHING"
+        ))?;
         // Dedupe by id: a stored `partial` is replaced by any later version (the completed
         // record, or a newer partial); anything else already stored wins (a retried beacon
         // changes nothing, and a late partial never overwrites the completed record).
-        let sql = format!(
-            "INSERT INTO records(received_ms,{}) VALUES({placeholders}) \
+        let mut replace = tx.prepare_cached(&format!(
+            "INSERT INTO records(received_ms,{cols}) VALUES({placeholders}) \
              ON CONFLICT(id) DO UPDATE SET {} WHERE records.outcome = 'partial'",
-            COLS.join(","),
             updates.join(",")
-        );
-        let mut ins = tx.prepare_cached(&sql)?;
+        ))?;
         let mut del_st = tx.prepare_cached("DELETE FROM stages WHERE record_id = ?")?;
         let mut ins_st =
             tx.prepare_cached("INSERT OR REPLACE INTO stages(record_id,name,dur) VALUES(?,?,?)")?;
@@ -430,20 +475,29 @@ fn write_batch(conn: &mut Connection, batch: &[Job]) -> rusqlite::Result<Vec<Sto
             "INSERT INTO beacons(received_ms,client,sdk,session,page,records,dropped,sent_ms,skew_ms,refused_old,refused_future) \
              VALUES(?,?,?,?,?,?,?,?,?,?,?)",
         )?;
+        // Beacon counts per received minute, summed over the batch.
+        let mut minutes: Vec<(i64, u64, f64, f64, f64)> = Vec::new();
         for job in batch {
             let b = &job.beacon;
             let mut st = Stored::default();
-            for r in &b.records {
-                let changed = ins.execute(params_from_iter(row_params(job.received_ms, b, r)))?;
-                if changed == 0 {
-                    st.duplicates += 1;
-                    continue;
+            for (i, r) in b.records.iter().enumerate() {
+                let params = row_params(job.received_ms, b, r);
+                if ins.execute(params_from_iter(params.iter()))? == 0 {
+                    // Stored before: only a partial gives way, and it leaves the rollups first.
+                    let Some(old) = crate::samples::stored_partial(&tx, &r.id)? else {
+                        st.duplicates += 1;
+                        continue;
+                    };
+                    rollups.apply(&tx, &old, true)?;
+                    replace.execute(params_from_iter(params.iter()))?;
+                    del_st.execute([&r.id])?;
                 }
                 st.stored += 1;
-                del_st.execute([&r.id])?;
+                st.fresh.push(i);
                 for (name, dur) in &r.stages {
                     ins_st.execute(rusqlite::params![r.id, name, dur])?;
                 }
+                rollups.apply(&tx, &Sample::of(r), false)?;
             }
             ins_b.execute(rusqlite::params![
                 job.received_ms,
@@ -458,8 +512,28 @@ fn write_batch(conn: &mut Connection, batch: &[Job]) -> rusqlite::Result<Vec<Sto
                 job.admitted.too_old,
                 job.admitted.future
             ])?;
+            let m = job.received_ms.div_euclid(60_000);
+            match minutes.iter_mut().find(|x| x.0 == m) {
+                Some(x) => {
+                    x.1 += 1;
+                    x.2 += b.dropped as f64;
+                    x.3 += job.admitted.too_old as f64;
+                    x.4 += job.admitted.future as f64;
+                }
+                None => minutes.push((
+                    m,
+                    1,
+                    b.dropped as f64,
+                    job.admitted.too_old as f64,
+                    job.admitted.future as f64,
+                )),
+            }
             out.push(st);
         }
+        for (m, n, d, o, f) in minutes {
+            crate::rollup::add_beacons(&tx, m, n, d, o, f)?;
+        }
+        rollups.flush(&tx)?;
     }
     tx.commit()?;
     Ok(out)

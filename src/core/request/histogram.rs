@@ -222,6 +222,230 @@ impl LogHistogram {
     }
 }
 
+/// Merging and storage, for the collector's rollups (collector/src/rollup.rs): many sketches of
+/// the same parameters add up to the sketch of all their samples, so a window's percentiles
+/// come from merging per-minute sketches instead of re-reading every value.
+impl LogHistogram {
+    /// Adds every sample of `other` (the DDSketch merge: bucket counts add up). The result is
+    /// the sketch the union of both sample sets would have produced: same counts, `min`, `max`
+    /// and `count`, and `sum` up to float rounding. Counts saturate at `u32::MAX`.
+    pub fn merge(&mut self, other: &LogHistogram) {
+        if other.n == 0 {
+            return;
+        }
+        if self.n == 0 {
+            self.min = other.min;
+            self.max = other.max;
+        } else {
+            self.min = self.min.min(other.min);
+            self.max = self.max.max(other.max);
+        }
+        self.n = self.n.saturating_add(other.n);
+        self.zero = self.zero.saturating_add(other.zero);
+        self.sum += other.sum;
+        let Some((lo, hi)) = other.key_span() else { return };
+        self.cover(lo);
+        self.cover(hi);
+        for k in lo..=hi {
+            let c = other.counts[(k - other.base) as usize];
+            if c > 0 {
+                if let Some(s) = self.counts.get_mut((k - self.base) as usize) {
+                    *s = s.saturating_add(c);
+                }
+            }
+        }
+    }
+
+    /// Takes `other`'s samples back out of a sketch they were merged into (a stored record that
+    /// is replaced by a newer version of itself). Counts, `count` and `sum` go back exactly
+    /// (counts saturate at 0 if `other` was never merged). `min`/`max` cannot be restored from
+    /// a sketch: when `other` held the extreme, it becomes its bucket's representative — still
+    /// within α of the true extreme, so every quantile keeps its documented bound.
+    pub fn subtract(&mut self, other: &LogHistogram) {
+        if other.n == 0 || self.n == 0 {
+            return;
+        }
+        if other.n >= self.n {
+            *self = LogHistogram::new();
+            return;
+        }
+        self.n -= other.n;
+        self.zero = self.zero.saturating_sub(other.zero);
+        self.sum = (self.sum - other.sum).max(0.0);
+        if let Some((lo, hi)) = other.key_span() {
+            for k in lo..=hi {
+                let c = other.counts[(k - other.base) as usize];
+                if let Some(s) = k
+                    .checked_sub(self.base)
+                    .and_then(|i| self.counts.get_mut(i as usize))
+                {
+                    *s = s.saturating_sub(c);
+                }
+            }
+        }
+        if other.min <= self.min {
+            self.min = match (self.zero, self.key_span()) {
+                (0, Some((lo, _))) => representative(lo),
+                _ => self.min, // a sample below FLOOR remains: within ±FLOOR either way
+            };
+        }
+        if other.max >= self.max {
+            if let Some((_, hi)) = self.key_span() {
+                self.max = representative(hi).max(self.min);
+            } else {
+                self.max = FLOOR.min(self.max).max(self.min);
+            }
+        }
+    }
+
+    /// Lowest and highest key with a non-zero count.
+    fn key_span(&self) -> Option<(i32, i32)> {
+        let first = self.counts.iter().position(|&c| c > 0)?;
+        let last = self.counts.iter().rposition(|&c| c > 0)?;
+        Some((self.base + first as i32, self.base + last as i32))
+    }
+
+    /// Non-empty buckets in ascending order as `(value, count)`: the bucket's representative
+    /// clamped to `[min, max]` (samples below `FLOOR` report as `min`). For drawing a
+    /// distribution from a sketch; every sample is within α (or ±`FLOOR`) of its value.
+    pub fn buckets(&self) -> impl Iterator<Item = (f64, u32)> + '_ {
+        let zero = (self.zero > 0).then_some((self.min, self.zero));
+        let rest = self.counts.iter().enumerate().filter(|(_, &c)| c > 0).map(move |(i, &c)| {
+            (representative(self.base + i as i32).max(self.min).min(self.max), c)
+        });
+        zero.into_iter().chain(rest)
+    }
+
+    /// Appends the compact binary form (`ENCODING` 1): version byte, `count`; then, when not
+    /// empty, `min`/`max`/`sum` as little-endian f64, the zero bucket, and the non-zero span of
+    /// counts as LEB128 varints with runs of empty buckets written as `0, run length`. A typical
+    /// rollup sketch (a few hundred samples within two decades) takes 100–300 bytes.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.push(ENCODING);
+        put_varint(out, self.n as u64);
+        if self.n == 0 {
+            return;
+        }
+        for x in [self.min, self.max, self.sum] {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+        put_varint(out, self.zero as u64);
+        let Some((lo, hi)) = self.key_span() else {
+            put_varint(out, 0);
+            return;
+        };
+        put_varint(out, (hi - lo + 1) as u64);
+        put_varint(out, ((lo << 1) ^ (lo >> 31)) as u32 as u64); // zigzag
+        let mut run = 0u64;
+        for k in lo..=hi {
+            let c = self.counts[(k - self.base) as usize];
+            if c == 0 {
+                run += 1;
+                continue;
+            }
+            if run > 0 {
+                out.push(0);
+                put_varint(out, run);
+                run = 0;
+            }
+            put_varint(out, c as u64);
+        }
+    }
+
+    /// Reads one sketch written by `encode` from the front of `buf`; returns it and the bytes
+    /// consumed. `None` for anything `encode` cannot have produced (unknown version, truncated,
+    /// keys out of range, counts that do not add up to `count`, non-finite or negative
+    /// extremes), so a damaged row can never yield a sketch that breaks `quantile`.
+    pub fn decode(buf: &[u8]) -> Option<(LogHistogram, usize)> {
+        let mut at = 0usize;
+        if *buf.first()? != ENCODING {
+            return None;
+        }
+        at += 1;
+        let n = u32::try_from(get_varint(buf, &mut at)?).ok()?;
+        let mut h = LogHistogram::new();
+        if n == 0 {
+            return Some((h, at));
+        }
+        let mut f = [0.0f64; 3];
+        for x in f.iter_mut() {
+            let b: [u8; 8] = buf.get(at..at + 8)?.try_into().ok()?;
+            *x = f64::from_le_bytes(b);
+            at += 8;
+        }
+        let [min, max, sum] = f;
+        if !(min >= 0.0 && min <= max && max.is_finite() && sum >= 0.0) {
+            return None;
+        }
+        let zero = u32::try_from(get_varint(buf, &mut at)?).ok()?;
+        let span = get_varint(buf, &mut at)?;
+        let mut total = zero as u64;
+        if span > 0 {
+            if span > BUCKETS as u64 {
+                return None;
+            }
+            let z = get_varint(buf, &mut at)? as u32;
+            let lo = ((z >> 1) as i32) ^ -((z & 1) as i32);
+            let hi = lo.checked_add(span as i32 - 1)?;
+            if lo < KEY_MIN || hi > KEY_MAX {
+                return None;
+            }
+            h.base = lo;
+            h.counts = vec![0; span as usize];
+            let mut i = 0usize;
+            while i < span as usize {
+                let v = get_varint(buf, &mut at)?;
+                if v == 0 {
+                    let run = get_varint(buf, &mut at)?;
+                    i = i.checked_add(usize::try_from(run).ok()?)?;
+                    continue;
+                }
+                *h.counts.get_mut(i)? = u32::try_from(v).ok()?;
+                total += v;
+                i += 1;
+            }
+            if i != span as usize || h.counts[span as usize - 1] == 0 {
+                return None;
+            }
+        }
+        if total != n as u64 {
+            return None;
+        }
+        h.n = n;
+        h.zero = zero;
+        h.min = min;
+        h.max = max;
+        h.sum = sum;
+        Some((h, at))
+    }
+}
+
+/// Version byte of `LogHistogram::encode`'s format.
+const ENCODING: u8 = 1;
+
+/// Appends `v` as an unsigned LEB128 varint (also used by the collector's stored aggregates).
+pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Reads an unsigned LEB128 varint at `*at`, advancing it; `None` when truncated or too long.
+pub fn get_varint(buf: &[u8], at: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let b = *buf.get(*at)?;
+        *at += 1;
+        v |= ((b & 0x7f) as u64) << shift;
+        if b < 0x80 {
+            return Some(v);
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -446,5 +670,137 @@ mod tests {
         }
         let exact_sum: f64 = v.iter().sum();
         assert_eq!(h.sum(), exact_sum);
+    }
+
+    // ---- merge, subtract, encode (the collector's rollups) ----
+
+    fn sketch(values: &[f64]) -> LogHistogram {
+        let mut h = LogHistogram::new();
+        values.iter().for_each(|&v| h.record(v));
+        h
+    }
+
+    /// Everything observable about a sketch: equal for equal sample multisets.
+    fn same(a: &LogHistogram, b: &LogHistogram) {
+        assert_eq!((a.count(), a.min(), a.max(), a.zero), (b.count(), b.min(), b.max(), b.zero));
+        assert!((a.sum() - b.sum()).abs() <= 1e-9 * a.sum().abs().max(1.0), "{} {}", a.sum(), b.sum());
+        assert_eq!(a.buckets().collect::<Vec<_>>(), b.buckets().collect::<Vec<_>>());
+        for q in QS {
+            assert_eq!(a.quantile(q), b.quantile(q), "q={q}");
+        }
+    }
+
+    #[test]
+    fn merged_parts_equal_the_whole() {
+        let mut rng = Rng(99);
+        let v: Vec<f64> = (0..20_000)
+            .map(|i| match i % 7 {
+                0 => 0.0,
+                1 => 0.004,
+                2 => (7.0 + 2.0 * rng.normal()).exp(),
+                _ => (4.0 + 0.7 * rng.normal()).exp(),
+            })
+            .collect();
+        let whole = sketch(&v);
+        // Uneven parts, merged in an order that grows the window both ways.
+        let mut merged = LogHistogram::new();
+        for part in [&v[15_000..], &v[..10], &v[10..9_000], &v[9_000..15_000], &[][..]] {
+            merged.merge(&sketch(part));
+        }
+        same(&merged, &whole);
+        check_against(&merged, &v);
+        merged.merge(&LogHistogram::new());
+        same(&merged, &whole);
+    }
+
+    fn check_against(h: &LogHistogram, values: &[f64]) {
+        let mut sorted = values.to_vec();
+        sorted.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        for q in QS {
+            let (est, ex) = (h.quantile(q).unwrap(), exact(&sorted, q));
+            assert!((est - ex).abs() <= ALPHA * ex + FLOOR, "q={q} est={est} exact={ex}");
+        }
+    }
+
+    #[test]
+    fn subtract_takes_samples_back_out_within_the_bound() {
+        let mut rng = Rng(5);
+        let keep: Vec<f64> = (0..3_000).map(|_| 20.0 + rng.float(400.0)).collect();
+        // The extremes are in the part taken out: min/max become bucket estimates.
+        let gone = [0.5, 5_000.0, 77.0];
+        let mut h = sketch(&keep);
+        h.merge(&sketch(&gone));
+        for g in gone {
+            h.subtract(&sketch(&[g]));
+        }
+        assert_eq!(h.count() as usize, keep.len());
+        assert!((h.sum() - keep.iter().sum::<f64>()).abs() < 1e-6);
+        check_against(&h, &keep);
+        // Non-extreme removals keep min/max exact.
+        let mut h = sketch(&[1.0, 50.0, 100.0]);
+        h.subtract(&sketch(&[50.0]));
+        assert_eq!((h.min(), h.max(), h.count()), (Some(1.0), Some(100.0), 2));
+        // Everything out: empty again; more than was in: empty, never negative.
+        h.subtract(&sketch(&[1.0, 100.0]));
+        assert_eq!((h.count(), h.quantile(0.5), h.sum()), (0, None, 0.0));
+        let mut z = sketch(&[0.001, 3.0]);
+        z.subtract(&sketch(&[3.0]));
+        assert_eq!((z.count(), z.quantile(1.0)), (1, Some(0.001)));
+    }
+
+    #[test]
+    fn encode_round_trips_and_is_compact() {
+        let mut rng = Rng(11);
+        let cases: Vec<Vec<f64>> = vec![
+            vec![],
+            vec![0.0],
+            vec![0.003, 0.002],
+            vec![37.25],
+            vec![f64::MAX, 1.0],
+            (0..500).map(|_| (5.0 + rng.normal()).exp()).collect(),
+            (0..50).map(|i| if i % 2 == 0 { 0.02 } else { 9e6 }).collect(),
+        ];
+        for v in &cases {
+            let h = sketch(v);
+            let mut buf = vec![0xAB]; // appends after what is there
+            h.encode(&mut buf);
+            let (d, used) = LogHistogram::decode(&buf[1..]).unwrap();
+            assert_eq!(used, buf.len() - 1);
+            same(&d, &h);
+            // Two in a row decode one after the other.
+            let mut two = Vec::new();
+            h.encode(&mut two);
+            sketch(&[1.0]).encode(&mut two);
+            let (a, n) = LogHistogram::decode(&two).unwrap();
+            let (b, _) = LogHistogram::decode(&two[n..]).unwrap();
+            assert_eq!((a.count(), b.count()), (h.count(), 1));
+        }
+        let mut buf = Vec::new();
+        sketch(&cases[5]).encode(&mut buf);
+        assert!(buf.len() < 400, "500 log-normal samples took {} bytes", buf.len());
+    }
+
+    #[test]
+    fn decode_refuses_what_encode_cannot_produce() {
+        let mut good = Vec::new();
+        sketch(&[1.0, 2.0, 300.0, 0.001]).encode(&mut good);
+        assert!(LogHistogram::decode(&good).is_some());
+        // Every truncation fails; no byte flip panics, and whatever decodes is consistent.
+        for cut in 0..good.len() {
+            assert!(LogHistogram::decode(&good[..cut]).is_none(), "cut {cut}");
+        }
+        let mut rng = Rng(3);
+        for _ in 0..20_000 {
+            let mut b = good.clone();
+            let i = rng.index(b.len());
+            b[i] = rng.next_u64() as u8;
+            if let Some((h, _)) = LogHistogram::decode(&b) {
+                let total: u64 = h.buckets().map(|(_, c)| c as u64).sum();
+                assert_eq!(total, h.count() as u64);
+                assert!(h.count() == 0 || h.quantile(0.5).unwrap().is_finite());
+            }
+        }
+        assert!(LogHistogram::decode(&[2, 0]).is_none(), "unknown version");
+        assert!(LogHistogram::decode(&[1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]).is_none());
     }
 }

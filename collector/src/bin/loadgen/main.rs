@@ -12,6 +12,9 @@
 //! holds, whether a normal client is served meanwhile, and how many remain after `--wait` s.
 //! `--collector-args` passes flags through (e.g. "--body-timeout 5").
 //!
+//! `--fill N` (`fill.rs`): the read benchmark — N records spread over `--window` seconds
+//! through ingest, then every dashboard read timed.
+//!
 //! `--retention N`: N records received two days ago in a fresh database (no server), then
 //! retention's delete batches until none is left: time per batch, and the vacuum step.
 //!
@@ -19,6 +22,7 @@
 //!   target/release/llm-rum-loadgen --clients 32 --seconds 10
 //!   target/release/llm-rum-loadgen --park 3000
 //!   target/release/llm-rum-loadgen --retention 100000
+//!   target/release/llm-rum-loadgen --fill 1000000 --window 3600
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -30,6 +34,8 @@ use std::time::{Duration, Instant};
 use llm_rum_collector::client::Conn;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+mod fill;
 
 struct Args(Vec<String>);
 
@@ -92,6 +98,8 @@ fn main() {
             "llm-rum-loadgen [--clients 32] [--seconds 10] [--records 10] [--sync full|normal]\n\
              llm-rum-loadgen --park N [--park-body 61440] [--wait 0]\n\
              llm-rum-loadgen --retention N [--batch 1000]\n\
+             llm-rum-loadgen --fill N [--window 3600] [--clients 8] [--db PATH --keep] [--reads a,b] [--read-cap 600] [--runs 3]\n\
+             llm-rum-loadgen --reads-only --db PATH [--window 3600] [...]\n\
              common: [--collector PATH] [--collector-args \"--flag value ...\"]"
         );
         return;
@@ -105,6 +113,8 @@ fn main() {
         rt.block_on(park(&a));
     } else if a.0.iter().any(|x| x == "--retention") {
         rt.block_on(retention(&a));
+    } else if a.0.iter().any(|x| x == "--fill" || x == "--reads-only") {
+        fill::run(&a, &rt);
     } else {
         throughput(&a, &rt);
     }
@@ -159,6 +169,7 @@ fn throughput(a: &Args, rt: &tokio::runtime::Runtime) {
         }
         (acked, beacons, lat, errors, t0.elapsed().as_secs_f64())
     });
+    let cpu = cpu_s(child.id());
     let _ = child.kill();
     let _ = child.wait();
     let stored: u64 = rusqlite::Connection::open(&db)
@@ -186,12 +197,47 @@ fn throughput(a: &Args, rt: &tokio::runtime::Runtime) {
         p(1.0)
     );
     println!(
+        "collector CPU: {cpu:.1} s in all, {:.1} µs per record stored (load average {})",
+        cpu / acked.max(1) as f64 * 1e6,
+        std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()
+    );
+    println!(
         "records stored {stored} == acknowledged {acked}: {}",
         if stored == acked { "OK" } else { "MISMATCH" }
     );
     if stored != acked {
         std::process::exit(1);
     }
+}
+
+/// CPU time (user + system) a process has used, seconds (Linux /proc): per record, a figure
+/// that other work on a shared machine disturbs far less than records/s.
+fn cpu_s(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return f64::NAN;
+    };
+    // Fields after the command name (which may hold spaces) start at its closing parenthesis.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = rest.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+    // utime and stime are fields 14 and 15 of stat (11 and 12 after the state letter).
+    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    match (f.get(10), f.get(11)) {
+        (Some(u), Some(s)) => (u + s) / tick,
+        _ => f64::NAN,
+    }
+}
+
+/// Bytes a process has caused to be written to storage (Linux /proc/PID/io `write_bytes`).
+fn written_bytes(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/io"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("write_bytes:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|b| b.parse::<f64>().ok())
+        })
+        .unwrap_or(f64::NAN)
 }
 
 /// Resident memory of a process, MiB (Linux /proc).
@@ -318,6 +364,7 @@ async fn retention(a: &Args) {
         store::WriterConfig {
             retain_ms: None,
             counters,
+            metrics: None,
         },
     )
     .expect("open store");
