@@ -41,9 +41,11 @@ export const VERSION = '0.1.0';
 export async function loadCore(opts, nativeFetch) {
   const session = tabSession(opts.sampleRate);
   if (typeof nativeFetch !== 'function') return null;
+  // Not a page or a worker (Node, SSR): nothing of a person's to measure.
+  if (!globalThis.document && !globalThis.WorkerGlobalScope) return void warn('measurement disabled: not a browser');
   try {
     const wasm = await import('./wasm/llm_rum.js');
-    await wasm.default(opts.wasmUrl ? { module_or_path: opts.wasmUrl } : undefined);
+    await wasm.default({ module_or_path: await wasmBytes(opts.wasmUrl, nativeFetch) });
     // One configuration object, read by the core (src/core/config.rs Config::from_json).
     const config = {
       pageOrigin: globalThis.location ? globalThis.location.origin : '',
@@ -63,6 +65,32 @@ export async function loadCore(opts, nativeFetch) {
     warn('measurement disabled: the wasm core did not load', e);
     return null;
   }
+}
+
+/**
+ * Where the wasm comes from — the one loading decision (README "Bundlers and frameworks").
+ * `new URL('./wasm/llm_rum_bg.wasm', import.meta.url)`, written out literally, is the pattern
+ * webpack 5, Vite, Parcel and Next.js (webpack and Turbopack) recognise: they emit the file and
+ * rewrite the URL. Rollup and esbuild leave it as it is, so the file is missing next to the
+ * app's bundle (a 404, or an SPA server's HTML page), and an IIFE build has no import.meta.url
+ * (the URL throws): then the same bytes come from a base64 copy in a chunk of its own
+ * (wasm/inline.js, built by scripts/build.sh), which a page whose file was found never loads.
+ * A fetched response is compiled as it streams in; a compile error (a CSP without
+ * 'wasm-unsafe-eval') is not a missing file and fails init() as it is, and so does a `wasmUrl`
+ * the app gave that cannot be fetched.
+ * @param {string | URL | undefined} wasmUrl  the `wasmUrl` option
+ * @returns {Promise<Response | Uint8Array>}
+ */
+async function wasmBytes(wasmUrl, nativeFetch) {
+  // The app's own URL is taken at its word: if it is wrong, the warning says so.
+  if (wasmUrl) return nativeFetch(wasmUrl);
+  try {
+    const res = await nativeFetch(new URL('./wasm/llm_rum_bg.wasm', import.meta.url));
+    if (res.ok && !/html/.test(res.headers.get('content-type'))) return res;
+  } catch {
+    /* no URL, or not fetchable: the inline copy */
+  }
+  return (await import('./wasm/inline.js')).default;
 }
 
 /** @param {WasmCore} wasm  @returns {Core} */

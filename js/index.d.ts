@@ -1,6 +1,10 @@
 // Types for llm-rum. Times are milliseconds from performance.now(); marks and metrics are
 // offsets from the request's `start`. Names are the wire contract: collectors and other tools
 // read records and beacons by them.
+//
+// The types name DOM ones (Element, URL, fetch, EventSource): declared here, so a consumer
+// whose tsconfig `lib` has no "dom" (a server or worker project) still type-checks them.
+/// <reference lib="dom" />
 
 /** A request selector: substring of the absolute URL, a RegExp tested on it, or a predicate. */
 export type Matcher = string | RegExp | ((url: string, info: { method: string }) => boolean);
@@ -86,7 +90,13 @@ export interface RumOptions {
    * `template`, used as given. Applies to requests and to the page (`page`). Default [].
    */
   urlTemplates?: UrlTemplate[];
-  /** Where to load the wasm from, when a bundler moved it. Default: next to the module. */
+  /**
+   * Where to load the wasm from (e.g. the URL a bundler's file loader gives for
+   * `llm-rum/llm_rum_bg.wasm`). Default: next to the module, a URL webpack, Vite, Parcel and
+   * Next.js rewrite to the file they emit; where it cannot be fetched, an inline copy. A
+   * `wasmUrl` that cannot be fetched is not replaced by the copy: init() warns and resolves
+   * inactive.
+   */
   wasmUrl?: string | URL | null;
 }
 
@@ -395,7 +405,11 @@ export interface Rum {
   flush(): Promise<void>;
   /** Restores globals, flushes, removes listeners. */
   shutdown(): Promise<void>;
-  /** False when the core failed to load or was disabled by an internal error. */
+  /**
+   * False in the degraded mode: the core did not load (no WebAssembly, a CSP without
+   * 'wasm-unsafe-eval', not a browser) or an internal error turned measurement off. The app's
+   * requests work either way; `rum.fetch` is then the native fetch.
+   */
   readonly active: boolean;
 }
 

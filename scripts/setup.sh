@@ -4,8 +4,9 @@
 # run in — Chromium + chromedriver, Firefox ESR + geckodriver (crates.io), WebKitGTK's
 # WebKitWebDriver + MiniBrowser with Xvfb (Debian packages) — nginx (the collector's proxy
 # test), prometheus with promtool (the collector's Prometheus test), and the npm dev
-# dependencies (Playwright library, selenium-webdriver, binaryen's wasm-opt). No browser
-# downloads: Playwright drives the system Chromium, W3C WebDriver the others.
+# dependencies (Playwright library, selenium-webdriver, binaryen's wasm-opt), the toolchain
+# test's pinned bundlers (tests/toolchains). No browser downloads: Playwright drives the
+# system Chromium, W3C WebDriver the others.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WB_VERSION=0.2.130
@@ -56,6 +57,14 @@ if [ ! -d node_modules/@playwright/test ] || [ ! -d node_modules/binaryen ] || [
    || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   say "installing npm dev dependencies"
   npm ci --no-audit --no-fund --loglevel=error
+fi
+
+# The toolchain test (tests/e2e/toolchains.spec.js) builds apps with pinned bundlers and
+# compilers — webpack, Rollup, esbuild, Parcel, Vite, Next.js, TypeScript 5 and 7 — from their
+# own fixture folder with its own lockfile (npm's cache makes a reinstall quick).
+if [ ! -d tests/toolchains/node_modules/next ] || [ tests/toolchains/package-lock.json -nt tests/toolchains/node_modules/.package-lock.json ]; then
+  say "installing the toolchain test's bundlers (tests/toolchains)"
+  (cd tests/toolchains && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
 # The OTLP exporter's test parses payloads with the official opentelemetry-proto definitions

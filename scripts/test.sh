@@ -52,7 +52,7 @@ wasm_tests Chromium CHROMEDRIVER=/usr/bin/chromedriver
 wasm_tests Firefox GECKODRIVER="$GECKODRIVER_BIN"
 
 echo "=== end-to-end tests (Playwright, system Chromium)"
-rm -f test-results/e2e.json test-results/engines.json
+rm -f test-results/e2e.json test-results/engines.json test-results/toolchains.json
 t0=$SECONDS
 npx playwright test "$@"
 e2e=$?

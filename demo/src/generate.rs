@@ -324,8 +324,8 @@ impl Generator {
         }
         self.flush().await?;
         let bytes = Bytes::from(ev.bytes);
-        self.tx.send(Ok(bytes.clone())).await.map_err(|_| Gone)?;
-        self.rec.wrote(ev.kind, ev.tokens, &bytes, part);
+        let t = hand_over(&self.tx, &self.rec, bytes.clone()).await?;
+        self.rec.wrote_at(t, ev.kind, ev.tokens, &bytes, part);
         Ok(())
     }
 
@@ -334,9 +334,27 @@ impl Generator {
         let Some(kind) = self.held.kind else { return Ok(()) };
         let h = std::mem::take(&mut self.held);
         let bytes = Bytes::from(h.bytes);
-        self.tx.send(Ok(bytes.clone())).await.map_err(|_| Gone)?;
-        self.rec.wrote_events(kind, h.tokens, h.events, &bytes, None);
+        let t = hand_over(&self.tx, &self.rec, bytes.clone()).await?;
+        self.rec.wrote_events_at(t, kind, h.tokens, h.events, &bytes, None);
         Ok(())
+    }
+}
+
+/// Hands `bytes` to the response body; returns when they were handed over (ms on `rec`'s
+/// clock), the ground truth's send time. Stamped *before* the hand-over when the channel has
+/// room: stamping after it let a preempted task record a write later than the browser received
+/// it (the body is polled on another worker thread) — seen on a loaded machine as a client
+/// "ahead" of the server by up to 2 s. When the channel is full (a reader applying
+/// backpressure), the bytes go in only when the body takes earlier ones: stamped then.
+async fn hand_over(tx: &mpsc::Sender<Msg>, rec: &Record, bytes: Bytes) -> Result<f64, Gone> {
+    let t = rec.now_ms();
+    match tx.try_send(Ok(bytes)) {
+        Ok(()) => Ok(t),
+        Err(mpsc::error::TrySendError::Closed(_)) => Err(Gone),
+        Err(mpsc::error::TrySendError::Full(msg)) => {
+            tx.send(msg).await.map_err(|_| Gone)?;
+            Ok(rec.now_ms())
+        }
     }
 }
 
@@ -364,11 +382,11 @@ pub async fn run_bytes(
             _ = timer::sleep_until(deadline(t_start, n as f64 * gap_ms)) => {}
             _ = tx.0.closed() => { rec.client_gone(); return; }
         }
-        if tx.0.send(Ok(Bytes::from(buf.clone()))).await.is_err() {
+        let Ok(t) = hand_over(&tx.0, &rec, Bytes::from(buf.clone())).await else {
             rec.client_gone();
             return;
-        }
-        rec.wrote(Kind::Bytes, 0, &buf, None);
+        };
+        rec.wrote_at(t, Kind::Bytes, 0, &buf, None);
         sent += len;
         n += 1;
     }

@@ -163,13 +163,17 @@ impl Record {
     /// Records a write that was just handed to the body channel; returns its time. A write
     /// carrying tokens is one content event.
     pub fn wrote(&self, kind: Kind, tokens: u64, bytes: &[u8], part: Option<u8>) -> f64 {
-        self.wrote_events(kind, tokens, (tokens > 0) as u64, bytes, part)
+        self.wrote_at(self.now_ms(), kind, tokens, bytes, part)
     }
 
-    /// `wrote`, for a write of several events at once (`events_per_write`, `proxy_buffer`):
-    /// `events` content events carrying `tokens` tokens.
-    pub fn wrote_events(&self, kind: Kind, tokens: u64, events: u64, bytes: &[u8], part: Option<u8>) -> f64 {
-        let t = self.now_ms();
+    /// [`Record::wrote`] with the send time `t` (ms on this record's clock) taken by the caller.
+    pub fn wrote_at(&self, t: f64, kind: Kind, tokens: u64, bytes: &[u8], part: Option<u8>) -> f64 {
+        self.wrote_events_at(t, kind, tokens, (tokens > 0) as u64, bytes, part)
+    }
+
+    /// [`Record::wrote_at`], for a write of several events at once (`events_per_write`,
+    /// `proxy_buffer`): `events` content events carrying `tokens` tokens.
+    pub fn wrote_events_at(&self, t: f64, kind: Kind, tokens: u64, events: u64, bytes: &[u8], part: Option<u8>) -> f64 {
         let mut g = self.data.lock().unwrap();
         g.1 = fnv1a64(g.1, bytes);
         let d = &mut g.0;

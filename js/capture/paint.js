@@ -32,8 +32,17 @@ function resolve(target) {
   return typeof Node === 'function' && target instanceof Node ? target : null;
 }
 
-/** This module's bundle (dist/index.js once built): the SDK's own scripts in LoAF entries. */
-const OWN_URL = String(import.meta.url).split(/[?#]/)[0];
+/**
+ * The URL of the script this code runs in — dist/index.js, or the app's bundle or chunk once
+ * bundled — as LoAF's `sourceURL` names it: read from a stack trace, which no bundler rewrites
+ * (webpack, Parcel and Next.js replace `import.meta.url` at build time with the build machine's
+ * file:// path). Only Chromium has LoAF, so V8's frame format: "at [fn (]URL:line:col[)]".
+ * @returns {string | null}
+ */
+function ownUrl() {
+  const m = /([a-z][\w+.-]*:\/\/[^\s()]+?):\d+:\d+/.exec(String(new Error().stack));
+  return m && m[1].split(/[?#]/)[0];
+}
 
 /** Chars of the element's text sent with each paint as a probe (src/core/stream/tail.rs). */
 const PROBE_CHARS = 48;
@@ -248,6 +257,7 @@ export function makePaint(core, opts, warnOnce, deliver) {
       }
     };
     const refine = opts.nativePaintTimes;
+    const own = ownUrl();
     // Long Animation Frames (W3C LoAF): blame for render stalls, and the frame's paintTime.
     listen('long-animation-frame', (c, e) => {
       if (refine && e.paintTime > 0) c.native_paint(e.paintTime, 0);
@@ -259,9 +269,9 @@ export function makePaint(core, opts, warnOnce, deliver) {
       // LoAF names a task's entry point. When the app reads a measured body, that is the
       // SDK's re-stream callback (fetch.js), and the app's chunk handler runs inside it as a
       // microtask; the SDK's own share is microseconds. Say what it was, not whose file.
-      // Only for a stream read's continuation: bundled into an app, OWN_URL is the app's own
+      // Only for a stream read's continuation: bundled into an app, `own` is the app's own
       // bundle, whose other scripts keep their names.
-      if (source && source.split(/[?#]/)[0] === OWN_URL && /\.read\.then$/.test(invoker)) {
+      if (source && source.split(/[?#]/)[0] === own && /\.read\.then$/.test(invoker)) {
         invoker = 'stream-read';
         source = '';
       }
