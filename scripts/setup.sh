@@ -3,10 +3,10 @@
 # the wasm target, wasm-bindgen-cli at the crate's pinned version, the three engines the tests
 # run in — Chromium + chromedriver, Firefox ESR + geckodriver (crates.io), WebKitGTK's
 # WebKitWebDriver + MiniBrowser with Xvfb (Debian packages) — nginx (the collector's proxy
-# test), prometheus with promtool (the collector's Prometheus test), and the npm dev
-# dependencies (Playwright library, selenium-webdriver, binaryen's wasm-opt), the toolchain
-# test's pinned bundlers (tests/toolchains). No browser downloads: Playwright drives the
-# system Chromium, W3C WebDriver the others.
+# test), prometheus with promtool (the collector's Prometheus test), the npm dev dependencies
+# (Playwright library, selenium-webdriver, binaryen's wasm-opt) and the toolchain test's pinned
+# bundlers (tests/toolchains). No browser downloads: Playwright drives the system Chromium,
+# W3C WebDriver the others.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WB_VERSION=0.2.130

@@ -25,13 +25,21 @@ pub fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
     Ok(c)
 }
 
-/// Runs `f` on `c` with the deadline enforced inside SQLite too.
+/// Runs `f` on `c` with the deadline enforced inside SQLite too, in one read transaction: a
+/// read is several statements (dirty marks, rollup rows, delta rows, raw edges), and without one
+/// snapshot for all of them the writer's once-a-second merge could commit between two of them
+/// (minute rows read before, deltas after: the merged records counted in neither).
 fn with_budget<T>(c: &Connection, budget: Duration, f: impl FnOnce(&Ctx) -> QResult<T>) -> QResult<T> {
     let deadline = Instant::now() + budget;
+    c.execute_batch("BEGIN")?; // deferred: the snapshot is taken by the first SELECT
     // Called every N virtual-machine steps (~0.1 ms here): a true return interrupts.
     c.progress_handler(20_000, Some(move || Instant::now() >= deadline));
     let r = f(&Ctx { c, deadline });
     c.progress_handler(0, None::<fn() -> bool>);
+    // Read-only: nothing to commit; ends the snapshot (also after an interrupted statement).
+    if !c.is_autocommit() {
+        c.execute_batch("ROLLBACK")?;
+    }
     r
 }
 
