@@ -10,9 +10,10 @@ import zlib from 'node:zlib';
 // pass brings it back, this guard stops further growth. Raise it only with a reason in the
 // commit message. 42 → 43 KB: ids templated out of recorded URLs, and `beforeSend` (issue
 // 18: +1.0 KB wasm for the rule and the hook's outbox, +0.4 KB facade) took it from 41.1 to
-// 42.4 KB.
+// 42.4 KB. 43 → 44 KB: upstream buffering detection (issue 16: `delivery`, `upstreamBuffered`,
+// `upstreamHints`; +1 401 B wasm, +11 B glue and facade) took it from 43 596 to 45 008 B.
 export const TARGET_BROTLI = 30 * 1024;
-export const BUDGET_BROTLI = 43 * 1024;
+export const BUDGET_BROTLI = 44 * 1024;
 
 export function measure(dir = 'dist') {
   const files = [];
