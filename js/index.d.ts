@@ -185,6 +185,42 @@ export interface Stall {
   blame: { invoker: string; source: string; scriptMs: number } | null;
 }
 
+/**
+ * How the answer's text reached the page (`RumRecord.delivery`). An arrival is what reached
+ * the page at one moment: content-bearing reads (EventSource: messages) within 16 ms (one
+ * frame) of the arrival's first read.
+ */
+export interface Delivery {
+  /** Arrivals that carried answer text. */
+  arrivals: number;
+  /** Content events per arrival: median (nearest rank, exact below 50) and largest; null without answer text. */
+  eventsPerArrival: { p50: number | null; max: number | null };
+  /** The largest share (0–1, chars) of the answer's text that came in one arrival; null without answer text. */
+  largestArrivalShare: number | null;
+}
+
+/**
+ * A response fact that can explain bursts (`RumRecord.upstreamHints`): a compressed stream
+ * (by coding), the server's `X-Accel-Buffering` reaching the page (so no nginx consumed it),
+ * or the presence — never the value — of a proxy or CDN header.
+ */
+export type UpstreamHint =
+  | 'content-encoding: gzip'
+  | 'content-encoding: br'
+  | 'content-encoding: deflate'
+  | 'content-encoding: zstd'
+  | 'content-encoding: other'
+  | 'x-accel-buffering: no'
+  | 'x-accel-buffering: yes'
+  | 'via'
+  | 'cf-ray'
+  | 'x-amz-cf-id'
+  | 'x-served-by'
+  | 'x-cache'
+  | 'x-vercel-id'
+  | 'fly-request-id'
+  | 'x-azure-ref';
+
 export interface ServerTimingEntry {
   name: string;
   dur: number | null;
@@ -291,6 +327,23 @@ export interface RumRecord {
   chunks: number;
   /** Body bytes (EventSource: UTF-8 bytes of the messages' data; the framing is not visible). */
   bytes: number;
+  /** How the answer's text reached the page: arrivals, events per arrival, the largest share in one. */
+  delivery: Delivery;
+  /**
+   * Something between the model and the page (a buffering proxy, compression without
+   * flushes) delivered the text in bursts no streaming server produces: true when bursts — an
+   * arrival of ≥ 8 content events after the page waited ≥ 100 ms for it (the app's own time
+   * before its read does not count) — carried at least half of the text and were at least half
+   * of the arrivals, or one burst carried at least half of the text; false otherwise; null
+   * below 8 content events (too short to tell). Not the UI's own buffering: that is `buffered`.
+   */
+  upstreamBuffered: boolean | null;
+  /**
+   * Response facts that explain bursts (see UpstreamHint); [] when none; null when headers
+   * could not be seen (EventSource, no response). Cross-origin: only headers the server
+   * exposes (Access-Control-Expose-Headers).
+   */
+  upstreamHints: UpstreamHint[] | null;
   /**
    * The response's Server-Timing. EventSource: from the stream's Resource Timing entry when
    * the attempt ends (cross-origin only with Timing-Allow-Origin); `dur` 0 reads as null there.

@@ -100,7 +100,7 @@ try {
       const coreRuns = [];
       for (let r = 0; r < ROUNDS; r++) {
         const t0 = performance.now();
-        for (let i = 0; i < CHUNKS; i++) core.chunk(ch, i, ev);
+        for (let i = 0; i < CHUNKS; i++) core.chunk(ch, i, ev, i);
         coreRuns.push(performance.now() - t0);
       }
       core.end(ch, 0, FORGET);
@@ -109,7 +109,7 @@ try {
       const ph = core.begin(location.origin + '/x', 'POST', 0, 0, new Uint8Array(32), -1);
       core.observe(ph, 1); // js/codes.js PAINT_OBSERVED: a named element
       core.response(ph, 0, 200, new Headers({ 'content-type': 'text/event-stream' }), false);
-      for (let i = 0; i < 600; i++) core.chunk(ph, i, ev);
+      for (let i = 0; i < 600; i++) core.chunk(ph, i, ev, i);
       // Worst case: a probe that matches nowhere, so the whole 512-char tail is searched.
       const probe = ' nothing like the answer text here, not at all';
       const paintRuns = [];

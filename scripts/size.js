@@ -10,12 +10,13 @@ import zlib from 'node:zlib';
 // pass brings it back, this guard stops further growth. Raise it only with a reason in the
 // commit message. 42 → 43 KB: ids templated out of recorded URLs, and `beforeSend` (issue
 // 18: +1.0 KB wasm for the rule and the hook's outbox, +0.4 KB facade) took it from 41.1 to
-// 42.4 KB.
+// 42.4 KB. 43 → 44 KB: upstream buffering detection (issue 16: `delivery`, `upstreamBuffered`,
+// `upstreamHints`; +1 401 B wasm, +11 B glue and facade) took it from 43 596 to 45 008 B.
 export const TARGET_BROTLI = 30 * 1024;
-// 43 → 44.22 KB: auto mode (issue 15: the answer element found without being named; +0.9 KB
-// wasm for TextTail::claim, paintSource and text/plain probe tails, +0.8 KB facade for the
-// document observer) took it to 45 275 B measured with issue 17's wasm loader.
-export const BUDGET_BROTLI = Math.ceil(44.22 * 1024);
+// 44 → 45.54 KB: auto mode (issue 15: the answer element found without being named; ≈ +0.9 KB
+// wasm for TextTail::claim, paintSource and text/plain probe tails, ≈ +0.8 KB facade for the
+// document observer) took it from 45 008 to 46 630 B.
+export const BUDGET_BROTLI = Math.ceil(45.54 * 1024);
 
 export function measure(dir = 'dist') {
   const files = [];

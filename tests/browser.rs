@@ -74,8 +74,8 @@ fn same_origin_request_gets_a_traceparent_and_a_full_record() {
     ]);
     assert!(c.response(h, 150.0, 200, &hs, false));
     let bytes = SSE.as_bytes();
-    c.chunk(h, 210.0, &bytes[..70]);
-    c.chunk(h, 240.0, &bytes[70..]);
+    c.chunk(h, 210.0, &bytes[..70], 150.0);
+    c.chunk(h, 240.0, &bytes[70..], 210.0);
     c.end(h, 241.0, 0);
     let recs = records(&mut c);
     let r = Reflect::get(&recs, &0.into()).unwrap();
@@ -101,6 +101,38 @@ fn same_origin_request_gets_a_traceparent_and_a_full_record() {
     assert_eq!(get(&r, "budgetBreaches.length"), 1.0);
     assert_eq!(get(&r, "budgetBreaches.0.metric"), "ttft");
     assert_eq!(get(&r, "budgetBreaches.0.value"), 140.0);
+    // Two content events, both in the second chunk: one arrival, too short to tell; no hint
+    // headers on this response.
+    assert_eq!(get(&r, "delivery.arrivals"), 1.0);
+    assert_eq!(get(&r, "delivery.eventsPerArrival.max"), 2.0);
+    assert_eq!(get(&r, "upstreamBuffered"), JsValue::NULL);
+    assert_eq!(get(&r, "upstreamHints.length"), 0.0);
+}
+
+/// The upstream hints come from real `Headers` (names and closed-set values only), and the
+/// app's own delay before a read (`asked`) is not counted as the network's silence.
+#[wasm_bindgen_test]
+fn upstream_hints_and_the_apps_own_delay() {
+    let mut c = core();
+    let mut run = |hs: &[(&str, &str)], asked: f64| {
+        let h = c.begin("http://127.0.0.1:8080/v1/chat", "POST", 0.0, 1.7e12, &[9u8; 32], -1.0);
+        assert!(c.response(h, 10.0, 200, &headers(hs), false));
+        // Ten events in one read at 500 ms, the page having asked for it at `asked`.
+        let body: String = (0..10).map(|i| format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"t{i}\"}}}}]}}\n\n")).collect();
+        c.chunk(h, 500.0, body.as_bytes(), asked);
+        c.end(h, 501.0, 0);
+        Reflect::get(&records(&mut c), &0.into()).unwrap()
+    };
+    let r = run(&[("content-type", "text/event-stream"), ("content-encoding", "gzip"), ("via", "1.1 proxy-7.internal"), ("cf-ray", "8a1b-FRA"), ("x-accel-buffering", "no")], 10.0);
+    assert_eq!(get(&r, "upstreamBuffered"), true);
+    assert_eq!(get(&r, "delivery.eventsPerArrival.p50"), 10.0);
+    assert_eq!(get(&r, "delivery.largestArrivalShare"), 1.0);
+    let hints = JSON::stringify(&get(&r, "upstreamHints")).unwrap();
+    assert_eq!(hints, r#"["content-encoding: gzip","x-accel-buffering: no","via","cf-ray"]"#);
+    // The app only asked at 495 ms (it was busy since the headers): its own burst.
+    let r = run(&[("content-type", "text/event-stream")], 495.0);
+    assert_eq!(get(&r, "upstreamBuffered"), false);
+    assert_eq!(get(&r, "upstreamHints.length"), 0.0);
 }
 
 #[wasm_bindgen_test]
@@ -146,7 +178,7 @@ fn non_stream_responses_are_not_measured_unless_matched() {
     // Matched by the user's `match`: measured whatever the type; an HTTP error is an error.
     let h = c.begin("http://127.0.0.1:8080/api", "GET", 0.0, 0.0, &[3u8; 32], -1.0);
     assert!(c.response(h, 1.0, 500, &json, true));
-    c.chunk(h, 2.0, b"{\"error\":\"boom\"}");
+    c.chunk(h, 2.0, b"{\"error\":\"boom\"}", f64::NAN);
     c.end(h, 3.0, 0);
     let r = Reflect::get(&records(&mut c), &0.into()).unwrap();
     assert_eq!(get(&r, "outcome"), "error");

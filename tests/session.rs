@@ -589,3 +589,47 @@ fn paint_error_adds_the_clock_step() {
         has(&s.take_finished()[0], want);
     }
 }
+
+/// `delivery` and `upstreamBuffered` through the timeline's inputs: fetch reads with the time
+/// the app asked for them (its own time is no silence of the network), a non-content read in
+/// between, and EventSource messages dispatched together (one arrival).
+#[test]
+fn delivery_through_the_timeline() {
+    let mut s = session(&[]);
+    let events = |n: usize, from: usize| -> String { (from..from + n).map(|i| chunk(&format!("t{i} "))).collect() };
+    let run = |s: &mut Session, reads: &[(f64, f64, String)]| -> String {
+        let h = s.begin("https://chat.example/v1/chat", "POST", 0.0, 0.0, &[6u8; 32]);
+        s.get(h).unwrap().on_headers(5.0, 200, "text/event-stream", false);
+        for (asked, t, body) in reads {
+            let tl = s.get(h).unwrap();
+            tl.on_asked(*asked);
+            tl.on_chunk(*t, body.as_bytes());
+        }
+        s.end(h, 2000.0, Outcome::Ok);
+        s.take_finished().remove(0)
+    };
+    // Bursts of 9 events every 300 ms, read by an app that asks at once: buffered upstream.
+    let reads: Vec<_> = (1..=4).map(|i| (5.0 + 300.0 * (i - 1) as f64, 300.0 * i as f64, events(9, 9 * i))).collect();
+    let r = run(&mut s, &reads);
+    has(&r, "\"delivery\":{\"arrivals\":4,\"eventsPerArrival\":{\"p50\":9,\"max\":9},\"largestArrivalShare\":0.252},\"upstreamBuffered\":true,\"upstreamHints\":[],");
+    // The same reads, but the app asked for each only 290 ms after the previous one (a
+    // blocking render in its read loop): its own bursts.
+    let reads: Vec<_> = (1..=4).map(|i| (300.0 * i as f64 - 10.0, 300.0 * i as f64, events(9, 9 * i))).collect();
+    has(&run(&mut s, &reads), "\"upstreamBuffered\":false,");
+    // A keep-alive comment in between resets the app's clock: the app asked promptly after it,
+    // so the silence since the previous text (300 ms) counts.
+    let reads = vec![(5.0, 300.0, events(9, 0)), (300.0, 450.0, ": ping\n\n".to_string()), (450.0, 600.0, events(9, 9))];
+    has(&run(&mut s, &reads), "\"upstreamBuffered\":true,");
+
+    // EventSource: no headers to read (hints null); messages within 2 ms are one arrival.
+    let h = s.begin_eventsource("https://chat.example/v1/stream", 0.0, 0.0, &[7u8; 32], &[], false);
+    let tl = s.get(h).unwrap();
+    tl.on_message(5.0, "", "", "");
+    for i in 0..10 {
+        tl.on_message(700.0 + 0.1 * i as f64, "message", &format!("{{\"choices\":[{{\"delta\":{{\"content\":\"w{i}\"}}}}]}}"), "");
+    }
+    tl.on_message(701.5, "message", "[DONE]", "");
+    tl.on_resource_timing(None);
+    s.end(h, 702.0, Outcome::Error);
+    has(&s.take_finished()[0], "\"delivery\":{\"arrivals\":1,\"eventsPerArrival\":{\"p50\":10,\"max\":10},\"largestArrivalShare\":1},\"upstreamBuffered\":true,\"upstreamHints\":null,");
+}

@@ -73,6 +73,11 @@ struct RumRecord {
     content_events: u32,
     chunks: u32,
     bytes: u64,
+    delivery: Delivery,
+    #[serde(deserialize_with = "nullable")]
+    upstream_buffered: Option<bool>,
+    #[serde(deserialize_with = "nullable")]
+    upstream_hints: Option<Vec<UpstreamHint>>,
     #[serde(deserialize_with = "nullable")]
     server_timing: Option<Vec<ServerTimingEntry>>,
     #[serde(deserialize_with = "nullable")]
@@ -150,6 +155,62 @@ struct Itl {
     p99: Option<f64>,
     #[serde(deserialize_with = "nullable")]
     max: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[allow(dead_code)]
+struct Delivery {
+    arrivals: u32,
+    events_per_arrival: EventsPerArrival,
+    #[serde(deserialize_with = "nullable")]
+    largest_arrival_share: Option<f64>,
+}
+
+/// `Delivery.eventsPerArrival`, declared inline in the .d.ts.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct EventsPerArrival {
+    #[serde(deserialize_with = "nullable")]
+    p50: Option<u32>,
+    #[serde(deserialize_with = "nullable")]
+    max: Option<u32>,
+}
+
+/// `UpstreamHint` in the .d.ts (a type alias, read like a member's union).
+#[derive(Debug, Deserialize, PartialEq, Eq, PartialOrd, Ord, Clone, Copy)]
+enum UpstreamHint {
+    #[serde(rename = "content-encoding: gzip")]
+    Gzip,
+    #[serde(rename = "content-encoding: br")]
+    Br,
+    #[serde(rename = "content-encoding: deflate")]
+    Deflate,
+    #[serde(rename = "content-encoding: zstd")]
+    Zstd,
+    #[serde(rename = "content-encoding: other")]
+    OtherEncoding,
+    #[serde(rename = "x-accel-buffering: no")]
+    AccelNo,
+    #[serde(rename = "x-accel-buffering: yes")]
+    AccelYes,
+    #[serde(rename = "via")]
+    Via,
+    #[serde(rename = "cf-ray")]
+    CfRay,
+    #[serde(rename = "x-amz-cf-id")]
+    AmzCfId,
+    #[serde(rename = "x-served-by")]
+    ServedBy,
+    #[serde(rename = "x-cache")]
+    Cache,
+    #[serde(rename = "x-vercel-id")]
+    VercelId,
+    #[serde(rename = "fly-request-id")]
+    FlyRequestId,
+    #[serde(rename = "x-azure-ref")]
+    AzureRef,
 }
 
 #[derive(Debug, Deserialize)]
@@ -365,6 +426,16 @@ fn declarations() -> BTreeMap<String, Vec<Member>> {
     out
 }
 
+/// The string literals of `export type Name = 'a' | 'b' …;` (one or several lines).
+fn type_literals(name: &str) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/js/index.d.ts")).unwrap();
+    let head = format!("export type {name} =");
+    let at = text.find(&head).unwrap_or_else(|| panic!("js/index.d.ts declares no type {name}"));
+    let body = &text[at + head.len()..];
+    let body = &body[..body.find(';').unwrap()];
+    body.split('|').map(|s| s.trim().trim_matches('\'').to_string()).filter(|s| !s.is_empty()).collect()
+}
+
 fn keys(decl: &BTreeMap<String, Vec<Member>>, name: &str) -> BTreeSet<String> {
     decl.get(name).unwrap_or_else(|| panic!("js/index.d.ts declares no {name}")).iter().map(|m| m.name.clone()).collect()
 }
@@ -389,9 +460,15 @@ fn the_mirror_and_index_d_ts_declare_the_same_keys_and_values() {
         ("ServerTimingEntry", names::<ServerTimingEntry>()),
         ("BudgetBreach", names::<BudgetBreach>()),
         ("RumRecord.ttftSplit", names::<TtftSplit>()),
+        ("Delivery", names::<Delivery>()),
+        ("Delivery.eventsPerArrival", names::<EventsPerArrival>()),
     ] {
         assert_eq!(keys(&d, iface), mirror, "{iface}: js/index.d.ts vs the mirror");
     }
+    // The hints: the .d.ts, the mirror and the core's own list name the same set.
+    let core: BTreeSet<String> = llm_rum::core::request::hints::ALL.iter().map(|h| h.to_string()).collect();
+    assert_eq!(type_literals("UpstreamHint"), names::<UpstreamHint>(), "UpstreamHint: js/index.d.ts vs the mirror");
+    assert_eq!(core, names::<UpstreamHint>(), "UpstreamHint: the core vs the mirror");
     for (iface, member, mirror) in [
         ("RumRecord", "traceSource", names::<TraceSource>()),
         ("RumRecord", "transport", names::<Transport>()),
@@ -504,6 +581,21 @@ event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{
     s.adopt_traceparent(h, TP);
     s.end(h, 1.0, End::Error);
     fetch(&mut s, 13, "https://api.example/v1/chat", 200, "text/event-stream", &openai, End::Ok);
+    // Behind a buffering, compressing proxy: the answer in one read at the end (upstream
+    // buffered, with hints); the same length streamed (not buffered).
+    let many: String = (0..12).map(|i| chunk(&format!("w{i} "))).collect();
+    let h = s.begin("https://chat.example/v1/chat", "post", 1000.0, 1.7e12, &random(19));
+    let tl = s.get(h).unwrap();
+    tl.on_headers(1600.0, 200, "text/event-stream", false);
+    for (name, value) in [("content-encoding", "gzip"), ("via", "1.1 edge"), ("x-accel-buffering", "no")] {
+        tl.hints.note(name, value);
+    }
+    tl.on_asked(1600.0);
+    tl.on_chunk(1600.5, many.as_bytes());
+    s.end(h, 1601.0, End::Ok);
+    let each: Vec<String> = (0..12).map(|i| chunk(&format!("w{i} "))).collect();
+    let each: Vec<&[u8]> = each.iter().map(|c| c.as_bytes()).collect();
+    fetch(&mut s, 20, "https://chat.example/v1/chat", 200, "text/event-stream", &each, End::Ok);
     out.extend(s.take_finished());
 
     // What the person saw: an observed answer with a render stall blamed on a long frame.
@@ -568,7 +660,7 @@ event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{
 fn every_record_the_core_encodes_reads_into_the_mirror() {
     let recs = records();
     assert!(recs.len() >= 15, "{}", recs.len());
-    let mut seen = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
+    let mut seen = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new(), BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
     for text in &recs {
         let r: RumRecord = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
         assert!(!text.contains("secret") && !text.contains("Hello"), "no query strings, no answer text: {text}");
@@ -576,7 +668,11 @@ fn every_record_the_core_encodes_reads_into_the_mirror() {
         seen.1.insert(r.format);
         seen.2.insert(r.trace_source);
         seen.3.insert(r.transport);
+        seen.4.insert(r.upstream_buffered);
+        seen.5.extend(r.upstream_hints.unwrap_or_default());
     }
+    assert_eq!(seen.4, BTreeSet::from([None, Some(false), Some(true)]), "upstreamBuffered: each value occurs");
+    assert!(seen.5.len() >= 3, "{:?}", seen.5);
     // The set is varied enough to mean something: every outcome, format, trace source and
     // transport the contract names occurs.
     assert_eq!(seen.0.len(), names::<Outcome>().len(), "{:?}", seen.0);
@@ -619,7 +715,7 @@ fn every_declared_member_occurs_with_a_value_and_null_only_where_declared() {
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         walk(&d, "RumRecord", &v, &mut values, &mut nulls);
     }
-    let declared: Vec<String> = ["RumRecord", "Marks", "Distribution", "Itl", "Stalls", "Stall", "Stall.blame", "ServerTimingEntry", "BudgetBreach", "RumRecord.ttftSplit"]
+    let declared: Vec<String> = ["RumRecord", "Marks", "Distribution", "Itl", "Stalls", "Stall", "Stall.blame", "ServerTimingEntry", "BudgetBreach", "RumRecord.ttftSplit", "Delivery", "Delivery.eventsPerArrival"]
         .iter()
         .flat_map(|i| d[*i].iter().map(move |m| format!("{i}.{}", m.name)))
         .collect();

@@ -77,6 +77,8 @@ pub struct Sample {
     pub stalls_network: Option<i64>,
     pub stalls_render: Option<i64>,
     pub buffered: Option<bool>,
+    /// Something between the model and the page delivered the text in bursts (SDK-decided).
+    pub upstream_buffered: Option<bool>,
     pub hidden: Option<bool>,
     /// Server-Timing stages with a duration.
     pub server: Vec<(String, f64)>,
@@ -108,6 +110,7 @@ impl Sample {
             stalls_network: r.stalls_network,
             stalls_render: r.stalls_render,
             buffered: r.buffered,
+            upstream_buffered: r.upstream_buffered,
             hidden: r.hidden,
             server: r.stages.clone(),
         }
@@ -206,6 +209,9 @@ pub struct Agg {
     /// Records carrying `buffered`, and those buffered.
     pub buf_n: u64,
     pub buffered: u64,
+    /// Records carrying `upstreamBuffered` (not null), and those upstream-buffered.
+    pub up_n: u64,
+    pub upstream: u64,
     pub hidden: u64,
     /// Sums of stall counts by cause (floats: sums of beacon values never overflow).
     pub net: f64,
@@ -224,6 +230,8 @@ impl Default for Agg {
             stalled: 0,
             buf_n: 0,
             buffered: 0,
+            up_n: 0,
+            upstream: 0,
             hidden: 0,
             net: 0.0,
             render: 0.0,
@@ -290,6 +298,10 @@ impl Agg {
             self.buf_n += 1;
             self.buffered += b as u64;
         }
+        if let Some(u) = s.upstream_buffered {
+            self.up_n += 1;
+            self.upstream += u as u64;
+        }
         self.hidden += (s.hidden == Some(true)) as u64;
         self.net += s.stalls_network.unwrap_or(0) as f64;
         self.render += s.stalls_render.unwrap_or(0) as f64;
@@ -313,6 +325,8 @@ impl Agg {
         self.stalled += o.stalled;
         self.buf_n += o.buf_n;
         self.buffered += o.buffered;
+        self.up_n += o.up_n;
+        self.upstream += o.upstream;
         self.hidden += o.hidden;
         self.net += o.net;
         self.render += o.render;
@@ -336,6 +350,8 @@ impl Agg {
         self.stalled = self.stalled.saturating_sub(o.stalled);
         self.buf_n = self.buf_n.saturating_sub(o.buf_n);
         self.buffered = self.buffered.saturating_sub(o.buffered);
+        self.up_n = self.up_n.saturating_sub(o.up_n);
+        self.upstream = self.upstream.saturating_sub(o.upstream);
         self.hidden = self.hidden.saturating_sub(o.hidden);
         self.net = (self.net - o.net).max(0.0);
         self.render = (self.render - o.render).max(0.0);
@@ -354,7 +370,7 @@ impl Agg {
 
     /// The stored form: a version byte, the counts, then every sketch length-prefixed (so a
     /// read that wants one metric skips the others without decoding them), then the server
-    /// stages as (name, sketch).
+    /// stages as (name, sketch). Format 2 added the upstream-buffered counts after the others.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(2048);
         out.push(FORMAT);
@@ -365,6 +381,8 @@ impl Agg {
             self.buf_n,
             self.buffered,
             self.hidden,
+            self.up_n,
+            self.upstream,
         ] {
             put_varint(&mut out, v);
         }
@@ -397,7 +415,8 @@ impl Agg {
     /// unknown encoding.
     pub fn decode(buf: &[u8], want: Want) -> Option<Agg> {
         let mut at = 0;
-        if *buf.first()? != FORMAT {
+        let format = *buf.first()?;
+        if format != FORMAT && format != FORMAT_1 {
             return None;
         }
         at += 1;
@@ -411,6 +430,12 @@ impl Agg {
             &mut a.hidden,
         ] {
             *v = get_varint(buf, &mut at)?;
+        }
+        // A format 1 row (written before issue 16) counted no `upstreamBuffered`: its records
+        // were stored before the column existed, so they have none (NULL) — zero is exact.
+        if format == FORMAT {
+            a.up_n = get_varint(buf, &mut at)?;
+            a.upstream = get_varint(buf, &mut at)?;
         }
         for v in [&mut a.net, &mut a.render] {
             *v = f64::from_le_bytes(buf.get(at..at + 8)?.try_into().ok()?);
@@ -463,8 +488,10 @@ impl Agg {
     }
 }
 
-/// Version byte of `Agg::encode`.
-const FORMAT: u8 = 1;
+/// Version byte of `Agg::encode`: 2 since the upstream-buffered counts (issue 16); rows of
+/// format 1 are still read.
+const FORMAT: u8 = 2;
+const FORMAT_1: u8 = 1;
 
 #[cfg(test)]
 mod tests {
@@ -483,6 +510,7 @@ mod tests {
             stalls_network: Some(1),
             stalls_render: None,
             buffered: Some(i % 4 == 0),
+            upstream_buffered: [None, Some(true), Some(false)][i % 3],
             hidden: Some(false),
             server: vec![("queue".into(), 3.0), (format!("s{}", i % 20), v)],
         }
@@ -517,6 +545,8 @@ mod tests {
         let mut m = Agg::decode(&a.encode(), Want::ALL).unwrap();
         m.merge(&Agg::decode(&b.encode(), Want::ALL).unwrap(), usize::MAX);
         assert_eq!((m.n, m.stall_n, m.stalled, m.buf_n, m.buffered), (all.n, all.stall_n, all.stalled, all.buf_n, all.buffered));
+        assert_eq!((m.up_n, m.upstream), (all.up_n, all.upstream));
+        assert_eq!((all.up_n, all.upstream), (333, 167));
         assert_eq!((m.net, m.render, m.hidden), (500.0, 0.0, 0));
         for i in 0..N_METRICS {
             assert_eq!(m.metrics[i].quantile(0.95), all.metrics[i].quantile(0.95), "{i}");
@@ -535,6 +565,31 @@ mod tests {
             let _ = Agg::decode(&enc[..cut], Want::ALL);
         }
         assert!(Agg::decode(&[9], Want::ALL).is_none());
+    }
+
+    #[test]
+    fn a_format_1_row_reads_with_no_upstream_counts() {
+        let mut a = Agg::default();
+        for i in 0..50 {
+            a.add(&sample(i), usize::MAX);
+        }
+        // Format 1 is format 2 without the two upstream varints after `hidden`.
+        let enc = a.encode();
+        let mut at = 1;
+        for _ in 0..6 {
+            get_varint(&enc, &mut at).unwrap();
+        }
+        let mut after = at;
+        for _ in 0..2 {
+            get_varint(&enc, &mut after).unwrap();
+        }
+        let old: Vec<u8> = [&[FORMAT_1][..], &enc[1..at], &enc[after..]].concat();
+        let d = Agg::decode(&old, Want::ALL).expect("format 1 decodes");
+        assert_eq!((d.n, d.buf_n, d.buffered, d.hidden, d.up_n, d.upstream), (a.n, a.buf_n, a.buffered, a.hidden, 0, 0));
+        assert_eq!(d.metrics[0].quantile(0.5), a.metrics[0].quantile(0.5));
+        assert_eq!(d.server.len(), a.server.len());
+        let now = Agg::decode(&enc, Want::ALL).unwrap();
+        assert_eq!((now.up_n, now.upstream), (a.up_n, a.upstream));
     }
 
     #[test]

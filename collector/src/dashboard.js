@@ -78,11 +78,12 @@ function tiles(s, a) {
     ["ttft p95", ms(m.ttft.p95), `p50 ${ms(m.ttft.p50)}`],
     ["perceived ttft p95", ms(m.perceivedTtft.p95), `p50 ${ms(m.perceivedTtft.p50)}`],
     ["stall rate", pct(s.stallRate), "answers with ≥1 stall"],
-    ["buffered", pct(s.bufferedRate), "painted only at the end"],
+    ["buffered", pct(s.bufferedRate), "UI painted only at the end"],
+    ["upstream buffered", pct(s.upstreamBufferedRate), "a proxy delivered bursts"],
     ["alerts firing", String(a.firing), a.budgets.length ? `${a.budgets.length} budget${a.budgets.length > 1 ? "s" : ""}` : "no budgets"],
   ];
   $("tiles").replaceChildren(...items.map(([k, v, sub], i) =>
-    h("div", { class: `tile${i === 5 && a.firing ? " alert" : ""}` },
+    h("div", { class: `tile${i === items.length - 1 && a.firing ? " alert" : ""}` },
       h("div", { class: "k" }, k), h("div", { class: "v" }, v), h("div", { class: "k" }, sub))));
 }
 
@@ -253,6 +254,16 @@ function stallsAndOutcomes(s) {
   node.replaceChildren(sv);
 }
 
+/** The two kinds of buffering per route, side by side (busiest routes first). */
+function routesTable(s) {
+  const node = $("routes");
+  if (!s.routes || !s.routes.length) return empty(node);
+  const head = ["route", "answers", "UI buffered", "upstream buffered"];
+  const rows = s.routes.map((r) => h("tr", {}, h("td", {}, r.route == null ? "–" : r.route), h("td", {}, String(r.count)),
+    h("td", {}, pct(r.bufferedRate)), h("td", { class: r.upstreamBufferedRate > 0.5 ? "hot" : "" }, pct(r.upstreamBufferedRate))));
+  node.replaceChildren(h("table", {}, h("thead", {}, h("tr", {}, ...head.map((t) => h("th", {}, t)))), h("tbody", {}, ...rows)));
+}
+
 function alertsTable(a) {
   $("alertsNote").textContent = `percentile over a ${a.windowSecs} s sliding window must stay above budget for ${a.sustainSecs} s to fire`;
   const node = $("alerts");
@@ -294,7 +305,7 @@ async function refresh() {
         bucket: String(60 * Math.max(1, Math.round((+$("range").value || 86400) / 3600))) }),
       api("/api/alerts"),
     ]);
-    tiles(s, a); histogram(hist); stages(s); timeseries(t); stallsAndOutcomes(s); alertsTable(a);
+    tiles(s, a); histogram(hist); stages(s); timeseries(t); stallsAndOutcomes(s); routesTable(s); alertsTable(a);
     $("status").textContent = `updated ${new Date().toLocaleTimeString()}`;
     $("status").className = "";
   } catch (e) {

@@ -70,6 +70,8 @@ pub struct Row {
     pub stalls_render: Option<i64>,
     pub stalls_total_ms: Option<f64>,
     pub buffered: Option<bool>,
+    /// Something between the model and the page delivered the text in bursts (SDK-decided).
+    pub upstream_buffered: Option<bool>,
     pub hidden: Option<bool>,
     pub marks: [Option<f64>; 8],
     /// Server-Timing stages with a duration; repeated names are summed.
@@ -267,6 +269,7 @@ fn decode_record(o: &Map<String, Value>, at: &str) -> Result<Row, String> {
         stalls_render: sub_n(stalls, "render")?,
         stalls_total_ms: sub_t(stalls, "stalls", "totalMs")?,
         buffered: opt_bool(o, "buffered", at)?,
+        upstream_buffered: opt_bool(o, "upstreamBuffered", at)?,
         hidden: opt_bool(o, "hidden", at)?,
         marks,
         stages,

@@ -6,7 +6,9 @@
 //! Families (times in seconds, the Prometheus base unit):
 //! * `llm_rum_<metric>_seconds{route, model, outcome}` histograms of `HISTOGRAMS`;
 //! * `llm_rum_answers_total{route, model, outcome}`, `llm_rum_stalls_total{route, model, cause}`,
-//!   `llm_rum_buffered_answers_total{route, model}`, `llm_rum_partial_records_total`;
+//!   `llm_rum_buffered_answers_total{route, model}` (the UI held the text back),
+//!   `llm_rum_upstream_buffered_answers_total{route, model}` (a proxy or compression did),
+//!   `llm_rum_partial_records_total`;
 //! * the collector's own counters (`llm_rum_collector_*`): beacons and records by result,
 //!   records dropped by SDK queues, connections by event, retention, plus gauges.
 //!
@@ -123,6 +125,7 @@ pub struct Metrics {
     answers: Family<Answer, Counter>,
     stalls: Family<Stall, Counter>,
     buffered: Family<RouteModel, Counter>,
+    upstream: Family<RouteModel, Counter>,
     partial: Counter,
     alert_eval: Histogram,
     routes: Mutex<Bounded>,
@@ -158,6 +161,12 @@ impl Metrics {
             "answers the UI painted only when (nearly) complete",
             buffered.clone(),
         );
+        let upstream = Family::<RouteModel, Counter>::default();
+        r.register(
+            "llm_rum_upstream_buffered_answers",
+            "answers that reached the page in bursts a streaming server does not produce (a buffering proxy, compression)",
+            upstream.clone(),
+        );
         let partial = Counter::default();
         r.register(
             "llm_rum_partial_records",
@@ -176,6 +185,7 @@ impl Metrics {
             answers,
             stalls,
             buffered,
+            upstream,
             partial,
             alert_eval,
             routes: Mutex::new(Bounded::new(&cfg.metrics_routes, cfg.metrics_max_routes)),
@@ -231,13 +241,14 @@ impl Metrics {
                     .inc_by(n as u64);
             }
         }
-        if r.buffered == Some(true) {
-            self.buffered
-                .get_or_create(&RouteModel {
-                    route: a.route,
-                    model: a.model,
-                })
-                .inc();
+        let key = RouteModel {
+            route: a.route,
+            model: a.model,
+        };
+        for (family, on) in [(&self.buffered, r.buffered), (&self.upstream, r.upstream_buffered)] {
+            if on == Some(true) {
+                family.get_or_create(&key).inc();
+            }
         }
     }
 

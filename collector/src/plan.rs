@@ -261,8 +261,9 @@ pub fn window(c: &Connection, f: &Filter, unit: f64) -> rusqlite::Result<Option<
 
 /// What the pieces' rows are handed to.
 pub trait Sink {
-    /// A rollup row: the period's start (ms), the key's outcome, the aggregate.
-    fn agg(&mut self, t: f64, outcome: &str, a: Agg);
+    /// A rollup row: the period's start (ms), the key's route ('' for none, `rollup::OTHER`
+    /// for routes folded away) and outcome, the aggregate.
+    fn agg(&mut self, t: f64, route: &str, outcome: &str, a: Agg);
     /// A raw record.
     fn sample(&mut self, s: Sample);
 }
@@ -275,7 +276,7 @@ pub fn run(cx: &Ctx, pieces: &[Piece], f: &Filter, want: Want, sink: &mut dyn Si
         match *piece {
             Piece::Rollup { level, from, to } => {
                 let mut st = cx.c.prepare_cached(&format!(
-                    "SELECT period, outcome, data FROM rollups WHERE level = ? AND period >= ? AND period < ?{kw}"
+                    "SELECT period, route, outcome, data FROM rollups WHERE level = ? AND period >= ? AND period < ?{kw}"
                 ))?;
                 let mut p: Vec<Box<dyn ToSql>> =
                     vec![Box::new(level as i64), Box::new(from), Box::new(to)];
@@ -289,10 +290,11 @@ pub fn run(cx: &Ctx, pieces: &[Piece], f: &Filter, want: Want, sink: &mut dyn Si
                         cx.check()?;
                     }
                     let period: i64 = r.get(0)?;
-                    let outcome: String = r.get(1)?;
-                    let data = blob(r, 2)?;
+                    let route: String = r.get(1)?;
+                    let outcome: String = r.get(2)?;
+                    let data = blob(r, 3)?;
                     if let Some(a) = Agg::decode(data, want) {
-                        sink.agg(period as f64 * len, &outcome, a);
+                        sink.agg(period as f64 * len, &route, &outcome, a);
                     }
                 }
                 if level == 0 {
@@ -340,36 +342,89 @@ fn deltas(cx: &Ctx, from: i64, to: i64, f: &Filter, want: Want, sink: &mut dyn S
         let minute: i64 = r.get(0)?;
         for ((route, model, outcome), a) in crate::rollup::decode_delta(blob(r, 1)?, want).unwrap_or_default() {
             if keep(&f.route, &route) && keep(&f.model, &model) && keep(&f.outcome, &outcome) {
-                sink.agg(minute as f64 * LEVEL_MS[0] as f64, &outcome, a);
+                sink.agg(minute as f64 * LEVEL_MS[0] as f64, &route, &outcome, a);
             }
         }
     }
     Ok(())
 }
 
-/// One aggregate of everything in the filter's window, with record counts per outcome.
+/// How a route's answers were buffered: records, then (carrying the field, true) for the
+/// UI's `buffered` and for `upstreamBuffered`. Exact: rollup rows count them.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct Buffering {
+    pub n: u64,
+    pub buf_n: u64,
+    pub buffered: u64,
+    pub up_n: u64,
+    pub upstream: u64,
+}
+
+impl Buffering {
+    fn add(&mut self, a: &Agg) {
+        self.n += a.n;
+        self.buf_n += a.buf_n;
+        self.buffered += a.buffered;
+        self.up_n += a.up_n;
+        self.upstream += a.upstream;
+    }
+    fn add_sample(&mut self, s: &Sample) {
+        self.n += 1;
+        for (n, k, v) in [
+            (&mut self.buf_n, &mut self.buffered, s.buffered),
+            (&mut self.up_n, &mut self.upstream, s.upstream_buffered),
+        ] {
+            if let Some(v) = v {
+                *n += 1;
+                *k += v as u64;
+            }
+        }
+    }
+}
+
+/// One aggregate of everything in the filter's window, with record counts per outcome (and,
+/// when asked for, the buffering counts per route: `None` for records without one).
 #[derive(Default)]
 pub struct Total {
     pub agg: Agg,
     pub outcomes: std::collections::BTreeMap<String, u64>,
+    pub routes: Option<std::collections::HashMap<Option<String>, Buffering>>,
     want: Option<Want>,
 }
 
 impl Sink for Total {
-    fn agg(&mut self, _t: f64, outcome: &str, a: Agg) {
+    fn agg(&mut self, _t: f64, route: &str, outcome: &str, a: Agg) {
         *self.outcomes.entry(outcome.to_string()).or_default() += a.n;
+        if let Some(routes) = &mut self.routes {
+            // Rollup keys store a missing route as ''; a record's route is never empty.
+            let key = (!route.is_empty()).then(|| route.to_string());
+            routes.entry(key).or_default().add(&a);
+        }
         self.agg.merge(&a, usize::MAX);
     }
     fn sample(&mut self, s: Sample) {
         *self.outcomes.entry(s.outcome.clone()).or_default() += 1;
+        if let Some(routes) = &mut self.routes {
+            routes.entry(s.route.clone().filter(|r| !r.is_empty())).or_default().add_sample(&s);
+        }
         self.agg.add_wanted(&s, self.want.unwrap_or(Want::ALL));
     }
 }
 
 /// Everything in the filter's window, aggregated (what `want` asks for).
 pub fn total(cx: &Ctx, f: &Filter, want: Want) -> QResult<Total> {
+    total_of(cx, f, want, false)
+}
+
+/// `total`, with the buffering counts per route.
+pub fn total_by_route(cx: &Ctx, f: &Filter, want: Want) -> QResult<Total> {
+    total_of(cx, f, want, true)
+}
+
+fn total_of(cx: &Ctx, f: &Filter, want: Want, by_route: bool) -> QResult<Total> {
     let mut t = Total {
         want: Some(want),
+        routes: by_route.then(Default::default),
         ..Total::default()
     };
     if let Some((a, b)) = window(cx.c, f, LEVEL_MS[2] as f64)? {

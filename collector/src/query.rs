@@ -77,9 +77,12 @@ pub fn stage_medians(a: &Agg) -> Vec<(String, f64, u64)> {
     out
 }
 
+/// Routes listed in the summary's per-route buffering table.
+pub const MAX_ROUTES: usize = 20;
+
 /// `/api/summary`.
 pub fn summary(cx: &Ctx, f: &Filter) -> QResult<Value> {
-    let t = plan::total(cx, f, Want::ALL)?;
+    let t = plan::total_by_route(cx, f, Want::ALL)?;
     let a = &t.agg;
     let mut metrics = Map::new();
     for (i, (name, _)) in METRICS.iter().enumerate() {
@@ -105,6 +108,19 @@ pub fn summary(cx: &Ctx, f: &Filter) -> QResult<Value> {
         .into_iter()
         .map(|(n, m, k)| json!({"stage": n, "median": m, "count": k, "server": n.starts_with("server:")}))
         .collect();
+    // Per route, the two kinds of buffering side by side: the UI's (`buffered`: render as
+    // text arrives) and upstream (`upstreamBuffered`: a proxy or compression; fix the path).
+    // The busiest routes first, bounded; counted from the same rollup rows as everything else.
+    let mut by_route: Vec<_> = t.routes.iter().flatten().filter(|(_, b)| b.n > 0).collect();
+    by_route.sort_by(|a, b| b.1.n.cmp(&a.1.n).then_with(|| a.0.cmp(b.0)));
+    let routes: Vec<Value> = by_route
+        .into_iter()
+        .take(MAX_ROUTES)
+        .map(|(route, b)| {
+            json!({"route": route, "count": b.n, "bufferedRate": rate(b.buffered, b.buf_n),
+                   "upstreamBufferedRate": rate(b.upstream, b.up_n)})
+        })
+        .collect();
     let (dropped, too_old, future) = beacon_totals(cx, f)?;
     Ok(json!({
         "count": a.n,
@@ -112,6 +128,8 @@ pub fn summary(cx: &Ctx, f: &Filter) -> QResult<Value> {
         "outcomes": outcomes,
         "stallRate": rate(a.stalled, a.stall_n),
         "bufferedRate": rate(a.buffered, a.buf_n),
+        "upstreamBufferedRate": rate(a.upstream, a.up_n),
+        "routes": routes,
         "hiddenCount": a.hidden,
         "stallCauses": {"network": total_json(a.net), "render": total_json(a.render)},
         "stages": stages,
@@ -184,7 +202,7 @@ struct Buckets {
 }
 
 impl Sink for Buckets {
-    fn agg(&mut self, t: f64, _outcome: &str, a: Agg) {
+    fn agg(&mut self, t: f64, _route: &str, _outcome: &str, a: Agg) {
         let b = (t / self.bucket_ms).floor() as i64;
         self.by.entry(b).or_default().metrics[self.metric].merge(&a.metrics[self.metric]);
     }

@@ -580,7 +580,8 @@ pub fn backfill(tx: &Transaction) -> rusqlite::Result<()> {
     let mut rows = 0usize;
     let mut records = 0usize;
     {
-        let mut st = tx.prepare(&crate::samples::select(Want::ALL, "1=1 ORDER BY start_ms"))?;
+        // The records as they are at migration 2 (`upstream_buffered` comes with migration 3).
+        let mut st = tx.prepare(&crate::samples::select_before_upstream(Want::ALL, "1=1 ORDER BY start_ms"))?;
         let mut q = st.query([])?;
         let mut minute: Option<i64> = None;
         let mut acc: HashMap<Key, Agg> = HashMap::new();

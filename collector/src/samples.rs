@@ -7,7 +7,9 @@ use rusqlite::{Row, ToSql};
 use crate::agg::{Sample, Want, N_METRICS};
 
 /// Columns read per record, in `sample()`'s order: the key, the 12 metrics (`agg::METRICS`
-/// order; `stalls_count` is also a count), the counts, the marks; then the Server-Timing list.
+/// order; `stalls_count` is also a count), the counts, the marks; then the Server-Timing list
+/// and `upstream_buffered` (last: a migration step that runs before its column exists reads
+/// NULL in its place, see `select_before_upstream`).
 const KEY: &str = "start_ms, outcome, route, model";
 const METRIC_COLS: [&str; N_METRICS] = [
     "ttft", "ttfp", "perceived_ttft", "total", "perceived_total", "tpot", "itl_p50", "itl_p95",
@@ -24,6 +26,16 @@ const STAGES: &str = "(SELECT group_concat(name || char(31) || dur, char(30)) FR
 /// its place): a raw read for one metric decodes one metric column, not all of them, and the
 /// stages subquery is most of the cost of a raw read.
 pub fn select(want: Want, where_: &str) -> String {
+    select_with(want, where_, "upstream_buffered")
+}
+
+/// `select()` for the schema as it was before migration 3 (`records.upstream_buffered`): what
+/// migration 2's backfill reads (its records have no upstream flag).
+pub fn select_before_upstream(want: Want, where_: &str) -> String {
+    select_with(want, where_, "NULL")
+}
+
+fn select_with(want: Want, where_: &str, upstream: &str) -> String {
     let metrics: Vec<&str> = METRIC_COLS
         .iter()
         .enumerate()
@@ -31,7 +43,7 @@ pub fn select(want: Want, where_: &str) -> String {
         .collect();
     let marks = if want.stages { MARKS.to_string() } else { vec!["NULL"; 8].join(", ") };
     format!(
-        "SELECT {KEY}, {}, {COUNTS}, {marks}, {} FROM records WHERE {where_}",
+        "SELECT {KEY}, {}, {COUNTS}, {marks}, {}, {upstream} FROM records WHERE {where_}",
         metrics.join(", "),
         if want.stages { STAGES } else { "NULL" }
     )
@@ -70,6 +82,7 @@ pub fn sample(r: &Row) -> rusqlite::Result<Sample> {
         stalls_network: r.get(16)?,
         stalls_render: r.get(17)?,
         buffered: r.get::<_, Option<i64>>(18)?.map(|b| b != 0),
+        upstream_buffered: r.get::<_, Option<i64>>(29)?.map(|b| b != 0),
         hidden: r.get::<_, Option<i64>>(19)?.map(|b| b != 0),
         server,
     })

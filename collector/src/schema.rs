@@ -105,6 +105,14 @@ const MIGRATIONS: &[Migration] = &[
         sql: crate::rollup::SCHEMA,
         then: Some(crate::rollup::backfill),
     },
+    // 3 (issue 16): the record's `upstreamBuffered` (a proxy or compression held the text
+    // back), counted next to the UI's own `buffered`. Rollup rows count it from format 2 of
+    // `agg::Agg::encode` on; the rows already stored (format 1) read as counting none, which
+    // is exact: their records were stored without the column (NULL).
+    Migration {
+        sql: "ALTER TABLE records ADD COLUMN upstream_buffered INTEGER;",
+        then: None,
+    },
 ];
 
 pub const VERSION: i64 = MIGRATIONS.len() as i64;

@@ -27,7 +27,7 @@ use crate::retention;
 use crate::rollup::Rollups;
 
 /// Record columns in insert order (after `id`, `received_ms`).
-const COLS: [&str; 36] = [
+const COLS: [&str; 37] = [
     "start_ms",
     "session",
     "page",
@@ -53,6 +53,7 @@ const COLS: [&str; 36] = [
     "stalls_render",
     "stalls_total_ms",
     "buffered",
+    "upstream_buffered",
     "hidden",
     "m_interaction",
     "m_headers",
@@ -567,6 +568,7 @@ fn row_params<'a>(received_ms: i64, b: &'a Beacon, r: &'a Row) -> Vec<Box<dyn To
         Box::new(r.stalls_render),
         Box::new(r.stalls_total_ms),
         Box::new(r.buffered),
+        Box::new(r.upstream_buffered),
         Box::new(r.hidden),
         Box::new(m[0]),
         Box::new(m[1]),

@@ -5,11 +5,12 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
 use llm_rum_collector::client::{self, Conn};
+use llm_rum_demo::nginx::Nginx;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
@@ -801,80 +802,14 @@ async fn unknown_fields_are_kept_to_1_kib() {
 
 // ---------- 7. Proxies (a real nginx in front) ----------
 
-/// nginx on 127.0.0.1 proxying to `upstream`, appending the client to X-Forwarded-For.
-struct Nginx {
-    child: std::process::Child,
-    addr: SocketAddr,
-    _dir: TempDir,
-}
-
-impl Nginx {
-    fn start(upstream: SocketAddr) -> Nginx {
-        let dir = TempDir::new("nginx");
-        for attempt in 0..5 {
-            let port = std::net::TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port();
-            let d = dir.0.display();
-            let conf = format!(
-                "daemon off; master_process off; worker_processes 1; pid {d}/nginx.pid; error_log {d}/error.log;\n\
-                 events {{ worker_connections 64; }}\n\
-                 http {{ access_log off; client_body_temp_path {d}/body; proxy_temp_path {d}/proxy;\n\
-                   fastcgi_temp_path {d}/fcgi; uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n\
-                   server {{ listen 127.0.0.1:{port};\n\
-                     location / {{ proxy_pass http://{upstream};\n\
-                       proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for; }} }} }}\n"
-            );
-            std::fs::write(dir.0.join("nginx.conf"), conf).unwrap();
-            // Debian installs it in /usr/sbin, not on every user's PATH.
-            let bin = if std::path::Path::new("/usr/sbin/nginx").exists() { "/usr/sbin/nginx" } else { "nginx" };
-            let mut child = Command::new(bin)
-                .args([
-                    "-p",
-                    &d.to_string(),
-                    "-c",
-                    &format!("{d}/nginx.conf"),
-                    "-e",
-                    &format!("{d}/error.log"),
-                ])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("nginx (installed by scripts/setup.sh)");
-            let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-            let t = Instant::now();
-            while t.elapsed() < Duration::from_secs(5) {
-                if let Ok(Some(_)) = child.try_wait() {
-                    break; // exited: the port was taken meanwhile; try another
-                }
-                if std::net::TcpStream::connect(addr).is_ok() {
-                    return Nginx {
-                        child,
-                        addr,
-                        _dir: dir,
-                    };
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-            eprintln!(
-                "nginx attempt {attempt} failed: {}",
-                std::fs::read_to_string(dir.0.join("error.log")).unwrap_or_default()
-            );
-        }
-        panic!("nginx did not start");
-    }
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// nginx on 127.0.0.1 proxying to `upstream`, appending the client to X-Forwarded-For (the
+/// project's one nginx helper, shared with the end-to-end tests: demo/src/nginx.rs).
+fn nginx(upstream: SocketAddr) -> Nginx {
+    Nginx::start(
+        upstream,
+        "location / { proxy_pass http://UPSTREAM; proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for; }",
+    )
+    .expect("nginx (installed by scripts/setup.sh)")
 }
 
 /// A beacon POSTed from a given loopback source address (127.0.0.0/8 is all local).
@@ -926,7 +861,7 @@ async fn forwarded_for_is_believed_from_trusted_proxies_only() {
     // Without --trusted-proxy (the finding): behind nginx every client shares one bucket.
     let d0 = TempDir::new("proxy-untrusted");
     let plain = Proc::spawn(&["--db", d0.db().to_str().unwrap(), "--rate-limit", "2"]);
-    let ng0 = Nginx::start(plain.addr);
+    let ng0 = nginx(plain.addr);
     let a = burst("127.0.0.2", ng0.addr, "a").await;
     assert!(a.contains(&429), "{a:?}");
     assert_eq!(
@@ -946,7 +881,7 @@ async fn forwarded_for_is_believed_from_trusted_proxies_only() {
         "--trusted-proxy",
         "127.0.0.1/32",
     ]);
-    let ng = Nginx::start(col.addr);
+    let ng = nginx(col.addr);
     let a = burst("127.0.0.2", ng.addr, "a").await;
     assert!(a.contains(&429), "{a:?}");
     assert_eq!(

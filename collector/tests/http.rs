@@ -484,6 +484,9 @@ async fn summary_percentiles_match_exact_values() {
         r["outcome"] = json!(outcome);
         r["stalls"] = json!({"count": stalls, "totalMs": stalls * 300, "longestMs": 300, "network": stalls / 2, "render": stalls / 2});
         r["buffered"] = json!(i % 10 == 0);
+        // Upstream buffering: half of /v1/a's answers, none of /v1/b's; too short to tell
+        // (null) for every 7th.
+        r["upstreamBuffered"] = if i % 7 == 0 { Value::Null } else { json!(i % 6 == 0) };
         rows.push((ttft, start, route, model, outcome, stalls, r));
     }
     for chunk in rows.chunks(50) {
@@ -512,6 +515,28 @@ async fn summary_percentiles_match_exact_values() {
     );
     assert_eq!(s["stallRate"].as_f64(), Some(0.25));
     assert_eq!(s["bufferedRate"].as_f64(), Some(0.1));
+    // The two kinds of buffering, overall and per route (busiest first), against the records.
+    let share = |route: Option<&str>, key: &str| {
+        let known: Vec<bool> = rows
+            .iter()
+            .filter(|r| route.is_none_or(|x| r.2 == x))
+            .filter_map(|r| r.6[key].as_bool())
+            .collect();
+        known.iter().filter(|b| **b).count() as f64 / known.len() as f64
+    };
+    // (serde_json parses floats to within an ulp: compare to 1e-12.)
+    let near = |v: &Value, want: f64| (v.as_f64().unwrap() - want).abs() < 1e-12;
+    assert!(near(&s["upstreamBufferedRate"], share(None, "upstreamBuffered")), "{}", s["upstreamBufferedRate"]);
+    let routes = s["routes"].as_array().unwrap();
+    assert_eq!(routes.iter().map(|r| r["route"].as_str().unwrap()).collect::<Vec<_>>(), ["/v1/b", "/v1/a"]);
+    assert_eq!((routes[0]["count"].as_u64(), routes[1]["count"].as_u64()), (Some(200), Some(100)));
+    for r in routes {
+        let route = r["route"].as_str();
+        assert!(near(&r["bufferedRate"], share(route, "buffered")), "{r}");
+        assert!(near(&r["upstreamBufferedRate"], share(route, "upstreamBuffered")), "{r}");
+    }
+    assert_eq!(routes[0]["upstreamBufferedRate"].as_f64(), Some(0.0));
+    assert!(routes[1]["upstreamBufferedRate"].as_f64().unwrap() > 0.4);
     assert_eq!(s["stallCauses"], json!({"network": 75, "render": 75}));
     let stage = |name: &str| {
         s["stages"]

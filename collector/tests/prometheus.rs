@@ -147,6 +147,7 @@ async fn two_collectors_scraped_by_prometheus_agree_with_the_exact_p95() {
             let route = ["/v1/chat/completions", "/v1/\"odd route\""][i % 2];
             r["url"] = json!(format!("https://api.test{route}"));
             r["model"] = json!(["gpt-4o", "llama"][i % 2]);
+            r["upstreamBuffered"] = json!(i % 5 == 0);
             all.push(ttft / 1000.0);
             recs.push(r);
         }
@@ -185,6 +186,8 @@ async fn two_collectors_scraped_by_prometheus_agree_with_the_exact_p95() {
     );
     assert_eq!(prom.value("sum(llm_rum_collector_records_total{result=\"stored\"})").await, Some(1000.0));
     assert_eq!(prom.value("sum(llm_rum_collector_beacons_total{result=\"stored\"})").await, Some(25.0));
+    // Upstream buffering counted next to the answers: every 5th of both collectors' records.
+    assert_eq!(prom.value("sum(llm_rum_upstream_buffered_answers_total)").await, Some(200.0));
     let routes = prom.query("sum by (route) (llm_rum_answers_total)").await;
     let mut names: Vec<String> = routes.iter().map(|r| r["metric"]["route"].as_str().unwrap().to_string()).collect();
     names.sort();

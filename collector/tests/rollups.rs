@@ -36,6 +36,14 @@ fn rec(rng: &mut Rng, id: &str, start: f64, outcome: &str) -> Value {
     r["stalls"] = json!({"count": stalls, "totalMs": stalls * 300, "longestMs": 300,
                          "network": stalls / 2, "render": stalls - stalls / 2});
     r["buffered"] = json!(rng.next() % 7 == 0);
+    // Upstream buffering differs by route (so a per-route mix-up shows): null (too short to
+    // tell) now and then.
+    // (Drawn from the id, not from `rng`: the other fields stay as they were drawn before.)
+    let h = id.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3));
+    r["upstreamBuffered"] = match h % 8 {
+        0 => Value::Null,
+        k => json!(k as usize <= 1 + ROUTES.iter().position(|x| *x == route).unwrap() * 2),
+    };
     r["marks"]["interaction"] = json!(if rng.next() % 5 == 0 { 3.0 } else { -40.0 - rng.unit() * 100.0 });
     r["serverTiming"] = json!([{"name": "queue", "dur": rng.unit() * 30.0},
                                {"name": format!("s{}", rng.next() % 3), "dur": 1.0 + rng.unit() * 500.0}]);
@@ -125,6 +133,7 @@ fn check_summary(s: &Value, sel: &Sel, label: &str) {
     if !sel.is_empty() {
         assert_eq!(s["stallRate"].as_f64(), Some(stalled as f64 / sel.len() as f64), "{label}");
     }
+    check_buffering(s, sel, label);
     let net: i64 = sel.iter().map(|r| r["stalls"]["network"].as_i64().unwrap()).sum();
     assert_eq!(s["stallCauses"]["network"].as_i64(), Some(net), "{label} network");
     let stage = |name: &str| {
@@ -135,6 +144,64 @@ fn check_summary(s: &Value, sel: &Sel, label: &str) {
     within(&stage("interaction→start").unwrap_or(Value::Null), exact(inter, 0.5), &format!("{label} interaction→start"));
     let queue: Vec<f64> = sel.iter().filter_map(|r| num(r, &["serverTiming", "0", "dur"]).or_else(|| r["serverTiming"][0]["dur"].as_f64())).collect();
     within(&stage("server:queue").unwrap_or(Value::Null), exact(queue, 0.5), &format!("{label} server:queue"));
+}
+
+/// The route the collector files a record under (its URL's path).
+fn route_of(r: &Value) -> String {
+    let url = r["url"].as_str().unwrap();
+    let path = &url[url.find("://").unwrap() + 3..];
+    let path = &path[path.find('/').unwrap()..];
+    path.split('?').next().unwrap().to_string()
+}
+
+/// The UI's and upstream buffering shares, overall and per route, exactly as the records say:
+/// rollup rows count them, so there is no tolerance. The 20 busiest routes are listed (count
+/// descending, then name); when a period folded routes into `(other)`, the routes listed
+/// carry at most their records.
+fn check_buffering(s: &Value, sel: &Sel, label: &str) {
+    let share = |rs: &[&Value], key: &str| {
+        let known: Vec<bool> = rs.iter().filter_map(|r| r[key].as_bool()).collect();
+        if known.is_empty() {
+            Value::Null
+        } else {
+            json!(known.iter().filter(|b| **b).count() as f64 / known.len() as f64)
+        }
+    };
+    // Rates are a ratio of exact counts: equal up to the float's last bit through JSON.
+    let same = |got: &Value, want: &Value, what: &str| match (got.as_f64(), want.as_f64()) {
+        (Some(g), Some(w)) => assert!((g - w).abs() < 1e-12, "{label} {what}: {g} vs exact {w}"),
+        _ => assert_eq!(got, want, "{label} {what}"),
+    };
+    same(&s["bufferedRate"], &share(sel, "buffered"), "bufferedRate");
+    same(&s["upstreamBufferedRate"], &share(sel, "upstreamBuffered"), "upstreamBufferedRate");
+    let mut by: std::collections::BTreeMap<String, Vec<&Value>> = Default::default();
+    for r in sel {
+        by.entry(route_of(r)).or_default().push(r);
+    }
+    let listed = s["routes"].as_array().unwrap_or_else(|| panic!("{label}: {s}"));
+    let folded = listed.iter().any(|r| r["route"] == "(other)");
+    if !folded {
+        let mut want: Vec<(&String, &Vec<&Value>)> = by.iter().collect();
+        want.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(b.0)));
+        want.truncate(20);
+        let names: Vec<&str> = listed.iter().map(|r| r["route"].as_str().unwrap()).collect();
+        assert_eq!(names, want.iter().map(|w| w.0.as_str()).collect::<Vec<_>>(), "{label} routes");
+    }
+    for r in listed {
+        let name = r["route"].as_str().unwrap();
+        if name == "(other)" {
+            continue;
+        }
+        let rs = &by[name];
+        let n = r["count"].as_u64().unwrap();
+        if folded {
+            assert!(n <= rs.len() as u64, "{label} {name}: {n} of {}", rs.len());
+            continue;
+        }
+        assert_eq!(n, rs.len() as u64, "{label} {name} count");
+        same(&r["bufferedRate"], &share(rs, "buffered"), &format!("{name} bufferedRate"));
+        same(&r["upstreamBufferedRate"], &share(rs, "upstreamBuffered"), &format!("{name} upstreamBufferedRate"));
+    }
 }
 
 fn start_of(r: &Value) -> f64 {
@@ -275,7 +342,11 @@ async fn more_keys_than_a_period_keeps_fold_and_filters_stay_exact() {
         .unwrap();
     assert_eq!((keys, overflowed), (257, 2), "256 keys and the folded one; minute and hour marked");
     let all: Sel = recs.iter().collect();
-    check_summary(&get(run.addr, "/api/summary").await.json(), &all, "unfiltered");
+    let s = get(run.addr, "/api/summary").await.json();
+    check_summary(&s, &all, "unfiltered");
+    // The per-route buffering table names the folded routes `(other)`: the busiest key here.
+    assert_eq!(s["routes"][0]["route"], "(other)", "{}", s["routes"]);
+    assert!(s["routes"][0]["count"].as_u64().unwrap() >= 88, "{}", s["routes"][0]);
     // A window ending inside the minute, after its last record: read from the minute's row
     // (nothing else in the minute), or, filtered by a folded route, from the records.
     let part = format!("from={minute}&to={}", minute + 45_000.0);
@@ -315,7 +386,7 @@ async fn a_database_from_before_rollups_gets_them_built() {
         let o = rusqlite::Connection::open(&old).unwrap();
         o.execute_batch(
             "DROP TABLE rollups; DROP TABLE rollup_overflow; DROP TABLE rollup_dirty; DROP TABLE rollup_delta; DROP TABLE beacon_rollups; \
-             PRAGMA user_version = 1;",
+             ALTER TABLE records DROP COLUMN upstream_buffered; PRAGMA user_version = 1;",
         )
         .unwrap();
     }
@@ -323,6 +394,14 @@ async fn a_database_from_before_rollups_gets_them_built() {
     let c = rusqlite::Connection::open(&old).unwrap();
     let v: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
     assert_eq!(v, llm_rum_collector::schema::VERSION);
+    // A collector of schema 1 never stored `upstreamBuffered`: after the migrations, none.
+    let recs: Vec<Value> = recs
+        .into_iter()
+        .map(|mut r| {
+            r["upstreamBuffered"] = Value::Null;
+            r
+        })
+        .collect();
     let all: Sel = recs.iter().collect();
     check_summary(&get(run.addr, "/api/summary").await.json(), &all, "backfilled");
     compacted(&old).await;

@@ -59,7 +59,7 @@ for (const p of PANES) {
   div.className = 'pane';
   const framed = p.isolate && altHost;
   div.innerHTML = `<h2>${p.title} <small>${p.note}</small></h2>${framed ? `<iframe title="${p.title} answer"></iframe>` : '<div class="answer" aria-live="polite"></div>'}
-    <div class="nums"></div><svg class="tl" height="64"></svg><svg class="bar" height="34"></svg><div class="status"></div>`;
+    <div class="nums"></div><svg class="tl" height="64"></svg><svg class="bar" height="34"></svg><div class="status"></div><p class="advice" hidden></p>`;
   main.append(div);
   const s = (state[p.kind] = { ...p, div, origin: location.origin, ready: false, ticks: [], record: null, ask: 0 });
   if (framed) {
@@ -197,6 +197,13 @@ function drawPane(s, span) {
     tl.append(svgEl('line', { x1: L, x2: W - 4, y1: y + 8, y2: y + 8, stroke: '#e4e7ee' }));
     for (const k of s.ticks) if (k.what === what) tl.append(svgEl('rect', { x: x(k.t - clickEpoch) - 0.5, y, width: 1.6, height: 16, fill: color }));
   }
+  // Bursts: text that reached the page together (≥ 8 pieces within one frame, the record's
+  // definition of a burst's size), marked with how many came at once.
+  for (const b of bursts(s.ticks)) {
+    const px = x(b.t - clickEpoch);
+    tl.append(svgEl('rect', { x: px - 2, y: 2, width: 4, height: 26, fill: 'var(--arrive)', class: 'burst' }));
+    tl.append(svgEl('text', { x: px + 4, y: 9, class: 'burst-n' }, `×${b.n}`));
+  }
   if (r) {
     const off = -(r.marks.interaction ?? 0);
     for (const [t, label] of [[r.marks.firstPaint, 'first paint'], [r.marks.lastPaint, 'last paint']]) {
@@ -231,6 +238,44 @@ function drawPane(s, span) {
   }
   s.div.querySelector('.status').textContent =
     s.status || (r ? `${r.outcome} · ${r.outputTokens} tokens · tpot ${ms(r.tpot)} · queue ${ms(decompose(r).queue)} · trace ${r.traceId.slice(0, 8)}…` : s.ticks.length ? 'streaming…' : '');
+  const advice = s.div.querySelector('.advice');
+  const text = r ? adviceFor(r) : '';
+  advice.hidden = !text;
+  advice.textContent = text;
+}
+
+/** Arrival ticks that came together: ≥ 8 within 16 ms of the first (display only). */
+function bursts(ticks) {
+  const out = [];
+  let cur = null;
+  for (const k of ticks) {
+    if (k.what !== 'arrive') continue;
+    if (cur && k.t - cur.t <= 16) cur.n++;
+    else out.push((cur = { t: k.t, n: 1 }));
+  }
+  return out.filter((b) => b.n >= 8);
+}
+
+/**
+ * What to change, from the record: `upstreamBuffered` (something between the model and the
+ * page held the text back; `upstreamHints` say what) and the UI's own `buffered` — two
+ * different fixes.
+ */
+function adviceFor(r) {
+  const out = [];
+  if (r.upstreamBuffered) {
+    const d = r.delivery;
+    out.push(`Upstream buffering: the text came in ${d.arrivals} burst${d.arrivals === 1 ? '' : 's'} (up to ${d.eventsPerArrival.max} events at once, ${Math.round(d.largestArrivalShare * 100)} % of it in the largest) — something between the model and the page holds the stream back.`);
+    const hints = r.upstreamHints || [];
+    const enc = hints.find((h) => h.startsWith('content-encoding'));
+    const proxies = hints.filter((h) => !h.includes(':'));
+    if (enc) out.push(`The stream is compressed (${enc.split(': ')[1]}): do not compress text/event-stream, or flush the compressor after every event.`);
+    if (hints.includes('x-accel-buffering: no')) out.push('The server\'s X-Accel-Buffering: no reached the page, so no nginx read it: the buffer is elsewhere (a CDN, an ingress, middleware).');
+    else out.push('Behind nginx: send X-Accel-Buffering: no with the stream (or proxy_buffering off for this location); elsewhere turn off response buffering and flush after every event.');
+    if (proxies.length) out.push(`In the path: ${proxies.join(', ')}.`);
+  }
+  if (r.buffered) out.push('The UI held the answer back (first paint after nearly all text had arrived): render text as it arrives.');
+  return out.join(' ');
 }
 
 /** One Ask: the same scenario to every pane. */

@@ -99,6 +99,18 @@ pub struct Generator {
     t_gen: Instant,
     /// Planned time (ms from t_gen) of the previous write: pings fill the gaps after it.
     last_ms: f64,
+    /// Events held back for one later write (`events_per_write`, `proxy_buffer`).
+    held: Held,
+}
+
+/// Events waiting to go out together.
+#[derive(Default)]
+struct Held {
+    bytes: Vec<u8>,
+    tokens: u64,
+    events: u64,
+    /// `content` when any content event is held, else the last event's kind.
+    kind: Option<Kind>,
 }
 
 /// When the first write of a stream is due (ms from generation start): the preamble with early
@@ -136,6 +148,7 @@ impl Generator {
                 tx,
                 t_gen,
                 last_ms: 0.0,
+                held: Held::default(),
             },
             body,
         )
@@ -172,6 +185,7 @@ impl Generator {
             if sc.fail_at.is_some_and(|k| k < chunk.first + chunk.count) {
                 // Abrupt drop before the write carrying token k.
                 self.sleep_until(first_at).await?;
+                self.flush().await?;
                 let _ = self
                     .tx
                     .send(Err(std::io::Error::other("scripted failure (fail_at)")))
@@ -183,6 +197,7 @@ impl Generator {
                 // silence on an open connection until the client ends it (bounded).
                 let err = self.shaper.error(sc.error_failed);
                 self.emit(chunk.at_ms, err).await?;
+                self.flush().await?;
                 return match tokio::time::timeout(ERROR_HOLD, self.tx.closed()).await {
                     Ok(()) => Err(Gone),
                     Err(_) => Ok("failed"),
@@ -196,6 +211,7 @@ impl Generator {
         for ev in self.shaper.epilogue(sc.tokens) {
             self.emit(end_at, ev).await?;
         }
+        self.flush().await?;
         Ok("complete")
     }
 
@@ -287,12 +303,39 @@ impl Generator {
         }
     }
 
-    /// Hands `ev` to the body at `at_ms` after generation start and records it.
+    /// Hands `ev` to the body at `at_ms` after generation start and records it — or, when
+    /// the scenario groups writes, holds it for a later write (which keeps the order).
     async fn send_at(&mut self, at_ms: f64, ev: Event, part: Option<u8>) -> Result<(), Gone> {
         self.sleep_until(at_ms).await?;
+        let hold = self.sc.proxy_buffer.is_some() || (self.sc.events_per_write > 1 && ev.kind == Kind::Content);
+        if hold {
+            let h = &mut self.held;
+            h.bytes.extend_from_slice(&ev.bytes);
+            h.tokens += ev.tokens;
+            h.events += (ev.tokens > 0) as u64;
+            if h.kind != Some(Kind::Content) {
+                h.kind = Some(ev.kind);
+            }
+            let full = match self.sc.proxy_buffer {
+                Some(n) => h.bytes.len() as u64 >= n,
+                None => h.events >= self.sc.events_per_write,
+            };
+            return if full { self.flush().await } else { Ok(()) };
+        }
+        self.flush().await?;
         let bytes = Bytes::from(ev.bytes);
         let t = hand_over(&self.tx, &self.rec, bytes.clone()).await?;
         self.rec.wrote_at(t, ev.kind, ev.tokens, &bytes, part);
+        Ok(())
+    }
+
+    /// Sends what is held, now, as one write.
+    async fn flush(&mut self) -> Result<(), Gone> {
+        let Some(kind) = self.held.kind else { return Ok(()) };
+        let h = std::mem::take(&mut self.held);
+        let bytes = Bytes::from(h.bytes);
+        let t = hand_over(&self.tx, &self.rec, bytes.clone()).await?;
+        self.rec.wrote_events_at(t, kind, h.tokens, h.events, &bytes, None);
         Ok(())
     }
 }

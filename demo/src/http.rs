@@ -444,6 +444,7 @@ async fn generation(
     let format = sc.format;
     let server_timing = sc.server_timing;
     let traceresponse = sc.traceresponse;
+    let accel_buffering = sc.accel_buffering;
     let (gen, body) = Generator::new(rec.clone(), sc, shaper, t_gen);
     tokio::spawn(gen.run(permit));
 
@@ -460,6 +461,9 @@ async fn generation(
     }
     for (k, v) in format.extra_headers() {
         set(h, k, v);
+    }
+    if let Some(b) = accel_buffering {
+        set(h, "x-accel-buffering", if b { "yes" } else { "no" });
     }
     rec.headers_sent();
     guard.disarm();

@@ -5,12 +5,13 @@
 //! `formats` (bytes per provider format), `generate` (timed writes, body, client-gone),
 //! `timer` (precise deadlines), `truth` (ground-truth records and request log),
 //! `trace` (traceparent, ids),
-//! `http` (routes, CORS, static files).
+//! `http` (routes, CORS, static files), `nginx` (a real nginx in front, for tests).
 
 pub mod answer;
 pub mod formats;
 pub mod generate;
 pub mod http;
+pub mod nginx;
 pub mod scenario;
 pub mod timer;
 pub mod trace;

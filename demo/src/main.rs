@@ -4,10 +4,13 @@
 //! Owner of this file: the command line, binding the listeners, and shutdown.
 //!
 //! ```text
-//! llm-rum-demo [--listen 127.0.0.1:PORT]... [--static PREFIX=DIR]... [--slots N]
+//! llm-rum-demo [--listen 127.0.0.1:PORT]... [--static PREFIX=DIR]... [--slots N] [--nginx SERVER]
 //! ```
 //! Each `--listen` is one origin (cross-origin tests use two). Port 0 picks a free port; after
 //! binding, one line per listener `listening on http://127.0.0.1:PORT` goes to stdout.
+//! `--nginx` then starts a real nginx in front of the first listener (`nginx.rs`: SERVER is
+//! its `server {}` block body, `UPSTREAM` standing for this server) and prints
+//! `nginx on http://127.0.0.1:PORT`; it is stopped with the server.
 
 use llm_rum_demo::http::{router, App};
 use std::io::Write;
@@ -15,12 +18,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 const USAGE: &str =
-    "usage: llm-rum-demo [--listen 127.0.0.1:PORT]... [--static PREFIX=DIR]... [--slots N]";
+    "usage: llm-rum-demo [--listen 127.0.0.1:PORT]... [--static PREFIX=DIR]... [--slots N] [--nginx SERVER-BLOCK-BODY]";
 
 struct Config {
     listen: Vec<String>,
     mounts: Vec<(String, PathBuf)>,
     slots: usize,
+    nginx: Option<String>,
 }
 
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Config, String> {
@@ -28,6 +32,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Config, String> {
         listen: Vec::new(),
         mounts: Vec::new(),
         slots: 4,
+        nginx: None,
     };
     let mut args = args.peekable();
     while let Some(a) = args.next() {
@@ -65,6 +70,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Config, String> {
                     .filter(|n| *n >= 1)
                     .ok_or(format!("--slots wants a positive integer, got {v:?}"))?;
             }
+            "--nginx" => cfg.nginx = Some(value()?),
             "-h" | "--help" => return Err(USAGE.to_string()),
             _ => return Err(format!("unknown argument {a:?}\n{USAGE}")),
         }
@@ -121,6 +127,7 @@ async fn run(cfg: Config) -> i32 {
     let router = router(app);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut servers = Vec::new();
+    let mut bound: Vec<String> = Vec::new();
     for addr in &cfg.listen {
         let listener = match tokio::net::TcpListener::bind(addr.as_str()).await {
             Ok(l) => l,
@@ -140,7 +147,23 @@ async fn run(cfg: Config) -> i32 {
             router.clone(),
             stop_rx.clone(),
         )));
+        bound.push(local);
     }
+    // Started on this (the main) thread: nginx dies with it (see nginx.rs), and with `_nginx`.
+    let _nginx = match (&cfg.nginx, bound.first().and_then(|a| a.parse().ok())) {
+        (Some(body), Some(upstream)) => match llm_rum_demo::nginx::Nginx::start(upstream, body) {
+            Ok(n) => {
+                println!("nginx on http://{}", n.addr);
+                let _ = std::io::stdout().flush();
+                Some(n)
+            }
+            Err(e) => {
+                eprintln!("llm-rum-demo: {e}");
+                return 1;
+            }
+        },
+        _ => None,
+    };
     shutdown_signal().await;
     eprintln!("llm-rum-demo: shutting down");
     let _ = stop_tx.send(true);
@@ -184,5 +207,6 @@ mod tests {
         assert!(p(&["--static", "dist"]).is_err());
         assert!(p(&["--bogus"]).is_err());
         assert!(p(&["--listen"]).is_err());
+        assert_eq!(p(&["--nginx", "location / {}"]).unwrap().nginx.as_deref(), Some("location / {}"));
     }
 }

@@ -14,6 +14,8 @@ use crate::formats::Format;
 pub const MAX_TOKENS: u64 = 1_000_000;
 pub const MAX_MS: f64 = 600_000.0;
 pub const MAX_STALLS: usize = 1_000;
+/// The largest `proxy_buffer` (bytes held before a write).
+pub const MAX_PROXY_BUFFER: u64 = 16 << 20;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scenario {
@@ -69,6 +71,16 @@ pub struct Scenario {
     pub server_timing: bool,
     /// Send CORS headers / answer preflights (default on); `cors=0` to test CORS failures.
     pub cors: bool,
+    /// Content events per write (default 1): a server that writes several events at once
+    /// (an event loop catching up, write batching). The write goes out when its last event
+    /// is due.
+    pub events_per_write: u64,
+    /// Imitate a buffering proxy in front of the server (the demo's "behind a buffering
+    /// proxy"; the tests use a real nginx): everything after the headers is held until this
+    /// many bytes are waiting, or the stream ends, then sent in one write.
+    pub proxy_buffer: Option<u64>,
+    /// Send `X-Accel-Buffering: <value>` (`no` asks nginx not to buffer this response).
+    pub accel_buffering: Option<bool>,
 }
 
 impl Scenario {
@@ -100,6 +112,9 @@ impl Scenario {
             traceresponse: false,
             server_timing: true,
             cors: true,
+            events_per_write: 1,
+            proxy_buffer: None,
+            accel_buffering: None,
         };
         match name {
             "fast" => (s.prefill_ms, s.gap_ms, s.tokens) = (20.0, 5.0, 60),
@@ -198,6 +213,18 @@ impl Scenario {
                 "traceresponse" => self.traceresponse = flag(k, v)?,
                 "server_timing" => self.server_timing = flag(k, v)?,
                 "cors" => self.cors = flag(k, v)?,
+                "events_per_write" => self.events_per_write = int(k, v, MAX_TOKENS)?.max(1),
+                "proxy_buffer" => {
+                    let n = int(k, v, MAX_PROXY_BUFFER)?;
+                    self.proxy_buffer = (n > 0).then_some(n);
+                }
+                "accel_buffering" => {
+                    self.accel_buffering = match v.as_str() {
+                        "no" => Some(false),
+                        "yes" => Some(true),
+                        _ => return Err(format!("accel_buffering must be no or yes, not {v:?}")),
+                    }
+                }
                 _ => {}
             }
         }
@@ -264,6 +291,8 @@ impl Scenario {
             "status": self.status, "fail_at": self.fail_at, "error_at": self.error_at,
             "error_kind": if self.error_failed { "failed" } else { "error" }, "format": self.format.name(), "split": self.split,
             "split_ms": self.split_ms, "pings": self.pings, "ping_ms": self.ping_ms, "ids": self.ids,
+            "events_per_write": self.events_per_write, "proxy_buffer": self.proxy_buffer,
+            "accel_buffering": self.accel_buffering.map(|b| if b { "yes" } else { "no" }),
         })
     }
 }
@@ -552,6 +581,19 @@ mod tests {
         assert!(a.windows(2).all(|w| w[0] <= w[1]));
         // No drift: the last token is still near its nominal time.
         assert!((a[199] - 2040.0).abs() <= 4.0);
+    }
+
+    #[test]
+    fn delivery_shaping_parameters() {
+        let s = sc("default", "events_per_write=4&proxy_buffer=4096&accel_buffering=no");
+        assert_eq!((s.events_per_write, s.proxy_buffer, s.accel_buffering), (4, Some(4096), Some(false)));
+        let d = sc("default", "events_per_write=0&proxy_buffer=0");
+        assert_eq!((d.events_per_write, d.proxy_buffer, d.accel_buffering), (1, None, None));
+        assert_eq!(sc("default", "accel_buffering=yes").accel_buffering, Some(true));
+        let mut s = Scenario::preset("default");
+        for q in ["accel_buffering=off", "proxy_buffer=-1", "proxy_buffer=99999999999"] {
+            assert!(s.apply(&parse_query(q)).is_err(), "{q}");
+        }
     }
 
     #[test]

@@ -65,6 +65,8 @@ pub struct Write {
     pub kind: Kind,
     /// Content tokens this write carried (a split event counts on its second part).
     pub tokens: u64,
+    /// Content events this write carried (several with `events_per_write` / `proxy_buffer`).
+    pub events: u64,
     pub bytes: u64,
     /// 0 (first half) or 1 (second half) when the event was split in two writes (`split=1`);
     /// absent otherwise.
@@ -158,13 +160,20 @@ impl Record {
         });
     }
 
-    /// Records a write that was just handed to the body channel; returns its time.
+    /// Records a write that was just handed to the body channel; returns its time. A write
+    /// carrying tokens is one content event.
     pub fn wrote(&self, kind: Kind, tokens: u64, bytes: &[u8], part: Option<u8>) -> f64 {
         self.wrote_at(self.now_ms(), kind, tokens, bytes, part)
     }
 
     /// [`Record::wrote`] with the send time `t` (ms on this record's clock) taken by the caller.
     pub fn wrote_at(&self, t: f64, kind: Kind, tokens: u64, bytes: &[u8], part: Option<u8>) -> f64 {
+        self.wrote_events_at(t, kind, tokens, (tokens > 0) as u64, bytes, part)
+    }
+
+    /// [`Record::wrote_at`], for a write of several events at once (`events_per_write`,
+    /// `proxy_buffer`): `events` content events carrying `tokens` tokens.
+    pub fn wrote_events_at(&self, t: f64, kind: Kind, tokens: u64, events: u64, bytes: &[u8], part: Option<u8>) -> f64 {
         let mut g = self.data.lock().unwrap();
         g.1 = fnv1a64(g.1, bytes);
         let d = &mut g.0;
@@ -180,6 +189,7 @@ impl Record {
                 t_ms: t,
                 kind,
                 tokens,
+                events,
                 bytes: bytes.len() as u64,
                 part,
             });

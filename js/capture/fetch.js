@@ -161,7 +161,9 @@ function pump(cap, h) {
       end(cap, h, outcome);
     }
   };
-  const step = (c, { done, value }) => {
+  // `asked`: when the app's read asked for this chunk (the core tells the app's own time
+  // from a network silence with it: src/core/request/delivery.rs).
+  const step = (c, { done, value }, asked) => {
     if (done) {
       endOnce(OK);
       c.close();
@@ -171,15 +173,15 @@ function pump(cap, h) {
     }
     // Byte streams reject empty chunks; the native body never yields one, but a source that
     // did must not stall the app: read on.
-    if (!value.byteLength) return pull(c);
+    if (!value.byteLength) return pull(c, asked);
     // Measure first: a byte stream's enqueue() transfers (detaches) the chunk's buffer.
-    cap.core.fenced((core) => core.chunk(h, performance.now(), value));
+    cap.core.fenced((core) => core.chunk(h, performance.now(), value, asked));
     c.enqueue(value);
     return undefined;
   };
-  const pull = (c) =>
+  const pull = (c, asked = performance.now()) =>
     reader.read().then(
-      (r) => step(c, r),
+      (r) => step(c, r, asked),
       (err) => {
         endOnce(outcomeOf(err));
         c.error(err);

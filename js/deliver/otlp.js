@@ -14,14 +14,17 @@ const ERROR = 2; // Status.STATUS_CODE_ERROR
 /** Epoch milliseconds → unix nanoseconds as a decimal string (exact to the microsecond). */
 const nanos = (ms) => String(Math.round(ms * 1000)) + '000';
 
-const attr = (key, v) =>
+const value = (v) =>
   typeof v === 'string'
-    ? { key, value: { stringValue: v } }
+    ? { stringValue: v }
     : typeof v === 'boolean'
-      ? { key, value: { boolValue: v } }
-      : Number.isInteger(v)
-        ? { key, value: { intValue: String(v) } }
-        : { key, value: { doubleValue: v } };
+      ? { boolValue: v }
+      : Array.isArray(v)
+        ? { arrayValue: { values: v.map(value) } }
+        : Number.isInteger(v)
+          ? { intValue: String(v) }
+          : { doubleValue: v };
+const attr = (key, v) => ({ key, value: value(v) });
 
 /** Attributes for the defined values only. */
 const attrs = (pairs) => pairs.filter(([, v]) => v !== null && v !== undefined).map(([k, v]) => attr(k, v));
@@ -86,6 +89,15 @@ function spans(r, templated) {
       ['llm_rum.stalls.total_ms', r.stalls.totalMs],
       ['llm_rum.chars', r.chars],
       ['llm_rum.hidden', r.hidden],
+      // How the text reached the page: the UI's own buffering and buffering upstream of it
+      // (a proxy, compression) are different fixes.
+      ['llm_rum.buffered', r.buffered],
+      ['llm_rum.delivery.arrivals', r.delivery && r.delivery.arrivals],
+      ['llm_rum.delivery.events_per_arrival.p50', r.delivery && r.delivery.eventsPerArrival.p50],
+      ['llm_rum.delivery.events_per_arrival.max', r.delivery && r.delivery.eventsPerArrival.max],
+      ['llm_rum.delivery.largest_arrival_share', r.delivery && r.delivery.largestArrivalShare],
+      ['llm_rum.upstream_buffered', r.upstreamBuffered],
+      ['llm_rum.upstream_hints', r.upstreamHints],
       ...(r.serverTiming || []).filter((e) => e.dur != null).map((e) => [`llm_rum.server.${e.name}_ms`, e.dur]),
     ]),
     events,

@@ -69,8 +69,11 @@ impl Core {
         keep
     }
 
-    pub fn chunk(&mut self, h: u32, t: f64, bytes: &[u8]) {
+    /// A body chunk delivered at `t`; `asked`: when the app's read asked for it (the
+    /// wrapper's pull), so the app's own time is not taken for a network silence.
+    pub fn chunk(&mut self, h: u32, t: f64, bytes: &[u8], asked: f64) {
         if let Some(tl) = self.session.get(h) {
+            tl.on_asked(asked);
             tl.on_chunk(t, bytes);
         }
     }

@@ -1,7 +1,9 @@
 //! Reads response headers into a timeline: the content type (which decoder), Server-Timing,
-//! `traceresponse`, and the configured correlation headers.
+//! `traceresponse`, the configured correlation headers, and the upstream hints (their names
+//! and closed-set values only: core/request/hints.rs decides what is kept).
 
 use alloc::string::String;
+use crate::core::request::hints::HINT_HEADERS;
 use crate::core::stream::is_stream_content_type;
 use crate::core::request::timeline::Timeline;
 use web_sys::Headers;
@@ -40,6 +42,11 @@ pub fn apply_response_headers(
     for name in correlation {
         if let Some(v) = get(headers, name) {
             tl.on_correlation(name, &v);
+        }
+    }
+    for name in HINT_HEADERS {
+        if let Some(v) = get(headers, name) {
+            tl.hints.note(name, &v);
         }
     }
     true

@@ -115,7 +115,8 @@ test('hostile API answers render as text; HTML sinks are refused by the page pol
     const stat = { count: 1, p50: 10, p75: 10, p95: 10, p99: 10 };
     const answers = {
       summary: {
-        count: 1, outcomes: { ok: 1, [EVIL]: 1 }, stallRate: 0.5, bufferedRate: 0, hiddenCount: 0,
+        count: 1, outcomes: { ok: 1, [EVIL]: 1 }, stallRate: 0.5, bufferedRate: 0, upstreamBufferedRate: 1, hiddenCount: 0,
+        routes: [{ route: EVIL, count: 1, bufferedRate: 0, upstreamBufferedRate: 1 }],
         stallCauses: { network: 1, render: 1 }, dropped: 1, refused: { tooOld: 1, future: 0 },
         metrics: Object.fromEntries(['ttft', 'perceivedTtft'].map((k) => [k, stat])),
         stages: [
@@ -144,6 +145,8 @@ test('hostile API answers render as text; HTML sinks are refused by the page pol
     await expect(page.locator('#alerts td.grew b')).toHaveText(EVIL);
     await expect(page.locator('#alerts tbody td').nth(1)).toHaveText(EVIL);
     await expect(page.locator('#alertsNote')).toContainText(EVIL);
+    await expect(page.locator('#routes tbody td').first()).toHaveText(EVIL);
+    await expect(page.locator('#routes tbody td.hot')).toHaveText('100.0%');
     await expect(page.locator('#stages svg text', { hasText: `server · ${EVIL}` })).toHaveCount(1);
     expect(await injected(page)).toEqual({ xss: 0, imgs: 0, csp: [] });
     expect(errors).toEqual([]);

@@ -34,8 +34,8 @@ async function askAndWait(page) {
 }
 const queueOf = (r) => (r.serverTiming.find((e) => e.name === 'queue') || {}).dur;
 
-test('the demo makes its point: buffered waits for everything, streamed paints a frame after the token, janky stalls, load grows the queue only', async ({ page }, testInfo) => {
-  test.setTimeout(90_000);
+/** Opens the demo page with its records going to the test's collector; returns the page errors. */
+async function openDemo(page) {
   const errors = [];
   page.on('pageerror', (e) => errors.push(e));
   await page.setViewportSize({ width: 1400, height: 1000 });
@@ -44,6 +44,13 @@ test('the demo makes its point: buffered waits for everything, streamed paints a
   // demo.js is a module with a top-level await: the load event can come before it has run.
   await page.waitForFunction(() => window.demo);
   await page.evaluate(() => window.demo.ready);
+  return errors;
+}
+
+test('the demo makes its point: buffered waits for everything, streamed paints a frame after the token, janky stalls, load grows the queue only', async ({ page }, testInfo) => {
+  test.setTimeout(90_000);
+  const errors = await openDemo(page);
+  const c = col.origins[0];
 
   // Warm up once (cold frames: first fetch, first layout, wasm tier-up), then measure.
   await askAndWait(page);
@@ -74,6 +81,13 @@ test('the demo makes its point: buffered waits for everything, streamed paints a
   expect(janky.stalls.render).toBeGreaterThanOrEqual(1);
   expect(janky.stallList.some((s) => s.cause === 'render' && s.blame)).toBe(true);
   expect(throttled.renderDelay.p50).toBeGreaterThanOrEqual(50);
+  // Nothing upstream buffers the steady stream — not even where the janky page's blocking
+  // made the text pile up between its reads (its own doing, not the network's).
+  for (const [kind, r] of Object.entries(quiet.records)) {
+    expect(r.upstreamBuffered, kind).toBe(false);
+    expect(r.upstreamHints, kind).toEqual([]);
+  }
+  expect(janky.delivery.eventsPerArrival.max).toBeGreaterThan(1);
 
   // The figure: the state after a quiet ask. Looked at by a person; kept as an artifact.
   await page.waitForTimeout(300);
@@ -110,5 +124,61 @@ test('the demo makes its point: buffered waits for everything, streamed paints a
   expect(summary.count).toBeGreaterThanOrEqual(12);
   expect(summary.metrics.perceivedTtft.count).toBeGreaterThanOrEqual(12);
   expect(summary.stallCauses.render).toBeGreaterThanOrEqual(2);
+  // Buffering per route: the buffered pane's UI (a quarter of the answers), nothing upstream.
+  const route = summary.routes.find((r) => r.route === '/v1/chat/completions');
+  expect(route.count).toBe(summary.count);
+  expect(route.bufferedRate).toBeCloseTo(0.25, 5);
+  expect(route.upstreamBufferedRate).toBe(0);
+  expect(summary.upstreamBufferedRate).toBe(0);
+  expect(errors).toEqual([]);
+});
+
+test('behind a buffering proxy: the bursts on the arrival timeline, and what to change', async ({ page }, testInfo) => {
+  test.setTimeout(60_000);
+  const since = Date.now();
+  const errors = await openDemo(page);
+  const c = col.origins[0];
+  await page.selectOption('#scenario', { label: 'behind a buffering proxy' });
+  const { records } = await askAndWait(page);
+  for (const [kind, r] of Object.entries(records)) {
+    expect(r.outcome, kind).toBe('ok');
+    // ~22 KB through a 4 KB buffer: a handful of bursts of ~17 events each.
+    expect(r.delivery.arrivals, kind).toBeGreaterThanOrEqual(4);
+    expect(r.delivery.arrivals, kind).toBeLessThanOrEqual(8);
+    expect(r.delivery.eventsPerArrival.p50, kind).toBeGreaterThanOrEqual(8);
+    // The janky pane blocks its read loop for 300 ms (twice in some bursts) inside gaps of
+    // ~500 ms: the time the page itself was busy is never counted as the network's silence,
+    // so whether its bursts still show depends on how the blocks fell. The others: always.
+    if (kind === 'janky') expect(typeof r.upstreamBuffered, kind).toBe('boolean');
+    else expect(r.upstreamBuffered, kind).toBe(true);
+  }
+  // Two different fixes, side by side: the buffered pane's UI buffers too.
+  expect(records.buffered.buffered).toBe(true);
+  expect(records.streamed.buffered).toBe(false);
+  await page.waitForTimeout(300);
+  const streamed = page.locator('section.pane').first();
+  expect(await streamed.locator('svg.tl rect.burst').count()).toBeGreaterThanOrEqual(4);
+  await expect(streamed.locator('.advice')).toContainText('X-Accel-Buffering: no');
+  await expect(page.locator('section.pane').nth(1).locator('.advice')).toContainText('render text as it arrives');
+  const shot = testInfo.outputPath('demo-buffering-proxy.png');
+  await page.screenshot({ path: shot, fullPage: true });
+  await testInfo.attach('demo-buffering-proxy', { path: shot, contentType: 'image/png' });
+  expect(await page.evaluate(() => window.demoErrors)).toEqual([]);
+  // At the collector, per route, the two fixes side by side: the answers upstream-buffered,
+  // and a quarter (the buffered pane) buffered by its UI as well.
+  let route;
+  for (let i = 0; i < 50 && !(route && route.count >= 4); i++) {
+    await new Promise((r) => setTimeout(r, 200));
+    const s = await (await fetch(`${c}/api/summary?from=${since}`)).json();
+    route = s.routes.find((r) => r.route === '/v1/chat/completions');
+  }
+  expect(route.count).toBe(4);
+  const upstream = Object.values(records).filter((r) => r.upstreamBuffered).length / 4;
+  expect([route.upstreamBufferedRate, route.bufferedRate]).toEqual([upstream, 0.25]);
+  // And the dashboard shows it.
+  await page.goto(`${c}/`);
+  await expect(page.locator('#routes tbody tr').first()).toContainText('/v1/chat/completions');
+  await expect(page.locator('#tiles')).toContainText('upstream buffered');
+  await page.screenshot({ path: testInfo.outputPath('dashboard-buffering.png'), fullPage: true });
   expect(errors).toEqual([]);
 });

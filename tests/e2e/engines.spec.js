@@ -11,7 +11,7 @@ import { test, expect } from '@playwright/test';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ORIGIN, testId, truth, percentile, contentWrites, gaps, lag } from './util.js';
+import { ORIGIN, NGINX, testId, truth, percentile, contentWrites, gaps, lag } from './util.js';
 import { startCollector } from './server.js';
 import { openWebDriver, playwrightEngine, missing } from './engines.js';
 
@@ -44,6 +44,41 @@ test.afterAll(() => {
   const old = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : {};
   fs.writeFileSync(file, JSON.stringify({ ...old, ...summary }, null, 1));
 });
+/**
+ * The SDK's timing against the server's content writes on the shared wall clock: each event's
+ * arrival (the app's read that carried it) minus its send time — never early beyond a page
+ * clock floored to `step`, median under `tol.lag`, each under SANITY — and itl p50/p95 against
+ * the server's own gaps within the delivery jitter seen (or `tol.lag`), 1 % and a step.
+ */
+function expectOnTime(rec, reads, writes, tol) {
+  const arrival = reads.flatMap((r) => Array(r.n).fill(r.t));
+  expect(arrival).toHaveLength(writes.length);
+  const lags = writes.map((w, i) => rec.startEpochMs + arrival[i] - w.epoch);
+  expect(Math.min(...lags)).toBeGreaterThan(-(tol.step + 0.5));
+  expect(percentile(lags, 0.5)).toBeLessThan(tol.lag);
+  expect(Math.max(...lags)).toBeLessThan(SANITY);
+  const jitter = Math.max(...lags) - Math.min(...lags);
+  const sent = gaps(writes.map((w) => w.t_ms));
+  for (const [k, q] of [['p50', 0.5], ['p95', 0.95]]) {
+    const exact = percentile(sent, q);
+    expect(Math.abs(rec.itl[k] - exact), `itl.${k} ${rec.itl[k]} vs the server's ${exact}`).toBeLessThan(Math.max(tol.lag, jitter) + 0.01 * exact + tol.step);
+  }
+  return { lags, jitter, sent };
+}
+
+/** Content events per arrival of the app's reads `{t, n}`: reads within `window` ms of the arrival's first. */
+function arrivalsOf(reads, window) {
+  const events = [];
+  let first = -Infinity;
+  for (const r of reads) {
+    if (r.t - first <= window) events[events.length - 1] += r.n;
+    else {
+      events.push(r.n);
+      first = r.t;
+    }
+  }
+  return events;
+}
 const stat = (xs) => ({ median: +percentile(xs, 0.5).toFixed(2), max: +Math.max(...xs).toFixed(2), maxAbs: +Math.max(...xs.map(Math.abs)).toFixed(2), n: xs.length });
 
 for (const engine of ENGINES) {
@@ -55,9 +90,9 @@ for (const engine of ENGINES) {
     let collector;
     let dir;
 
-    /** A fresh blank page with the SDK started; nothing in its console afterwards. */
-    async function fresh(opts = {}) {
-      await b.goto(`${ORIGIN()}/blank.html`);
+    /** A fresh blank page (from `origin`) with the SDK started; nothing in its console afterwards. */
+    async function fresh(opts = {}, origin = ORIGIN()) {
+      await b.goto(`${origin}/blank.html`);
       await b.waitFor('window.llmRum !== undefined && window.__scenario !== undefined');
       expect(await b.scenario('start', opts)).toBe(true);
     }
@@ -123,28 +158,15 @@ for (const engine of ENGINES) {
 
         // The SDK's stamps against the app's own reads of the same chunks: never later (it
         // stamps as the chunk passes through; one clock step of rounding), within 3 ms.
-        const arrival = reads.flatMap((r) => Array(r.n).fill(r.t));
-        expect(arrival).toHaveLength(40);
         const app = reads.map((r) => r.t);
         expect(rec.ttft).toBeLessThanOrEqual(app[0] + tol.step + 0.01);
         expect(Math.abs(rec.ttft - app[0])).toBeLessThan(3);
         expect(Math.abs(rec.total - app[app.length - 1])).toBeLessThan(3);
 
-        // Against the server's writes on the shared wall clock. A page clock floored to
-        // `step` can read up to one step early.
-        const lags = writes.map((w, i) => rec.startEpochMs + arrival[i] - w.epoch);
+        const { lags, jitter, sent } = expectOnTime(rec, reads, writes, tol);
         tokenLag.push(...lags);
-        expect(Math.min(...lags)).toBeGreaterThan(-(tol.step + 0.5));
-        expect(percentile(lags, 0.5)).toBeLessThan(tol.lag);
-        expect(Math.max(...lags)).toBeLessThan(SANITY);
         ttftErr.push(lag(rec, rec.ttft, writes[0]));
         totalErr.push(lag(rec, rec.total, writes[39]));
-        const jitter = Math.max(...lags) - Math.min(...lags);
-        const sent = gaps(writes.map((w) => w.t_ms));
-        for (const [k, q] of [['p50', 0.5], ['p95', 0.95]]) {
-          const exact = percentile(sent, q);
-          expect(Math.abs(rec.itl[k] - exact), `itl.${k} ${rec.itl[k]} vs the server's ${exact}`).toBeLessThan(Math.max(tol.lag, jitter) + 0.01 * exact + tol.step);
-        }
         expect(rec.stalls.count).toBe(1);
         expect(rec.stalls.network).toBe(1);
         expect(Math.abs(rec.stallList[0].dur - sent[19])).toBeLessThan(Math.max(tol.lag, jitter) + tol.step);
@@ -155,6 +177,96 @@ for (const engine of ENGINES) {
       for (const e of [...ttftErr, ...totalErr]) expect(e).toBeGreaterThan(-(tol.step + 0.5));
       expect(percentile(ttftErr, 0.5)).toBeLessThan(tol.lag);
       expect(percentile(totalErr, 0.5)).toBeLessThan(tol.lag);
+    });
+
+    test('upstream buffering: a real nginx in front (four configurations), and the scripted server on its own', async () => {
+      // One answer through the patched fetch; the record's delivery against the app's own reads.
+      const answer = async (url, query) => {
+        const id = testId(`${engine}-upstream`);
+        const out = await b.scenario('chat', { url, query, id });
+        const t = await truth(id);
+        const { rec, reads } = out;
+        const events = t.writes.reduce((n, w) => n + w.events, 0);
+        expect([rec.outcome, rec.complete, rec.contentEvents]).toEqual(['ok', true, events]);
+        expect(out.fnv).toBe(t.body_fnv1a64); // nginx in between, the bytes are the server's
+        // Truthful: the record's arrivals are the app's own content-bearing reads grouped as the
+        // record defines an arrival (within 16 ms of its first read). The app stamps its reads
+        // a little after the SDK does, so reads near the window's edge may group either way:
+        // the record lies between the app's grouping with a 4 ms narrower and a 4 ms wider
+        // window; an event split across two reads may count one read later in the parser than
+        // in the app's regex (±1).
+        const [narrow, wide] = [arrivalsOf(reads, 12), arrivalsOf(reads, 20)];
+        const d = rec.delivery;
+        const why = JSON.stringify({ reads, d });
+        expect(d.arrivals, why).toBeGreaterThanOrEqual(wide.length - 1);
+        expect(d.arrivals, why).toBeLessThanOrEqual(narrow.length + 1);
+        expect(d.eventsPerArrival.max, why).toBeGreaterThanOrEqual(Math.max(...narrow) - 1);
+        expect(d.eventsPerArrival.max, why).toBeLessThanOrEqual(Math.max(...wide) + 1);
+        return { rec, t, reads, writes: contentWrites(t) };
+      };
+      const figures = {};
+      const keep = (name, rec) => (figures[name] = { ...rec.delivery, upstreamBuffered: rec.upstreamBuffered, upstreamHints: rec.upstreamHints });
+
+      // Behind nginx. The page comes from nginx's origin, so the response headers are
+      // same-origin and visible (hints).
+      await fresh({}, NGINX());
+      await b.scenario('chat', { query: 'prefill_ms=5&gap_ms=5&tokens=5', id: testId(`${engine}-nginx-warm`) });
+      // 1. Default proxy_buffering, an answer smaller than the buffer: one burst at the end.
+      let { rec, writes } = await answer('/v1/chat/completions', 'prefill_ms=100&gap_ms=20&tokens=12');
+      keep('nginxBufferedShort', rec);
+      expect([rec.delivery.arrivals, rec.delivery.largestArrivalShare, rec.upstreamBuffered]).toEqual([1, 1, true]);
+      expect(rec.upstreamHints).toEqual([]);
+      // The first token reached the page when nginx let the answer go: after the server's last write.
+      expect(lag(rec, rec.ttft, writes[writes.length - 1])).toBeGreaterThan(-(tol.step + 0.5));
+      expect(lag(rec, rec.ttft, writes[writes.length - 1])).toBeLessThan(SANITY);
+      // 2. A long answer through 4 KB buffers: several bursts.
+      ({ rec } = await answer('/buffers-4k/v1/chat/completions', 'prefill_ms=100&gap_ms=10&tokens=120'));
+      keep('nginxBuffers4k', rec);
+      expect(rec.delivery.arrivals).toBeGreaterThanOrEqual(4);
+      expect(rec.delivery.eventsPerArrival.p50).toBeGreaterThanOrEqual(8);
+      expect(rec.upstreamBuffered).toBe(true);
+      // 3. The server says X-Accel-Buffering: no: streamed, on time (nginx keeps the header).
+      let reads;
+      ({ rec, writes, reads } = await answer('/v1/chat/completions', 'prefill_ms=100&gap_ms=20&jitter_ms=5&seed=3&tokens=40&accel_buffering=no'));
+      keep('nginxAccelBufferingNo', rec);
+      expect(rec.upstreamBuffered).toBe(false);
+      expect(rec.delivery.eventsPerArrival.p50).toBe(1);
+      expect(rec.upstreamHints).toEqual([]);
+      expectOnTime(rec, reads, writes, tol);
+      expect(lag(rec, rec.ttft, writes[0])).toBeGreaterThan(-(tol.step + 0.5));
+      expect(lag(rec, rec.ttft, writes[0])).toBeLessThan(SANITY);
+      // 4. gzip on text/event-stream: what the page sees, and the encoding named.
+      ({ rec } = await answer('/gzip/v1/chat/completions', 'prefill_ms=100&gap_ms=10&tokens=120'));
+      keep('nginxGzip', rec);
+      expect(rec.upstreamHints).toEqual(['content-encoding: gzip']);
+      expect(rec.upstreamBuffered).toBe(true);
+      // A long one: WebKit hands the decompressed body over in pieces a few ms apart.
+      ({ rec } = await answer('/gzip/v1/chat/completions', 'prefill_ms=100&gap_ms=5&tokens=600'));
+      keep('nginxGzipLong', rec);
+      expect([rec.delivery.arrivals, rec.upstreamBuffered]).toEqual([1, true]);
+      ({ rec } = await answer('/gzip/v1/chat/completions', 'prefill_ms=100&gap_ms=20&tokens=40&accel_buffering=no'));
+      keep('nginxGzipAccelBufferingNo', rec);
+      expect(rec.upstreamHints).toEqual(['content-encoding: gzip']);
+      expect(rec.upstreamBuffered).toBe(false);
+
+      // The scripted server on its own: streams a real server produces are never flagged.
+      await fresh();
+      for (const [name, query, p50] of [
+        ['serverClean', 'prefill_ms=100&gap_ms=20&tokens=40', 1],
+        ['serverStall', 'prefill_ms=100&gap_ms=20&tokens=40&stall_at=20&stall_ms=1000', 1],
+        ['serverMultiEventWrites', 'prefill_ms=100&gap_ms=20&tokens=48&events_per_write=4', 4],
+        ['serverBurstPreset', 'prefill_ms=100&gap_ms=12.5&per_chunk=8&tokens=96', 1],
+      ]) {
+        ({ rec } = await answer('/v1/chat/completions', query));
+        keep(name, rec);
+        expect(rec.upstreamBuffered, name).toBe(false);
+        expect(rec.delivery.eventsPerArrival.p50, name).toBe(p50);
+        expect(rec.upstreamHints, name).toEqual([]);
+      }
+      // Straight from the server, its X-Accel-Buffering reaches the page: no nginx read it.
+      ({ rec } = await answer('/v1/chat/completions', 'prefill_ms=50&gap_ms=10&tokens=10&accel_buffering=no'));
+      expect([rec.upstreamBuffered, rec.upstreamHints]).toEqual([false, ['x-accel-buffering: no']]);
+      note(engine, 'delivery', figures);
     });
 
     test('bytes identical through the wrapper and its clone(); BYOB readers where the engine has them', async () => {

@@ -1,9 +1,10 @@
-// One scripted server for the whole run; its origins reach the test workers via env. The React
+// One scripted server for the whole run, with a real nginx in front of its first origin (the
+// upstream-buffering tests); its origins reach the test workers via env. The React
 // chat of the auto-mode scenarios is bundled first (real react-dom, esbuild), into the pages
 // directory the server serves.
 import { build } from 'esbuild';
 import { fileURLToPath } from 'node:url';
-import { startServer } from './server.js';
+import { startServer, NGINX_LOCATIONS } from './server.js';
 
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
 
@@ -16,9 +17,10 @@ export default async function globalSetup() {
     define: { 'process.env.NODE_ENV': '"production"' },
     logLevel: 'warning',
   });
-  const server = await startServer({ listeners: 2 });
+  const server = await startServer({ listeners: 2, nginx: NGINX_LOCATIONS });
   process.env.RUM_ORIGIN = server.origins[0];
   process.env.RUM_OTHER_ORIGIN = server.origins[1];
+  process.env.RUM_NGINX_ORIGIN = server.nginx;
   return async () => {
     await server.stop();
   };

@@ -3,6 +3,8 @@ import { expect } from '@playwright/test';
 
 export const ORIGIN = () => process.env.RUM_ORIGIN;
 export const OTHER = () => process.env.RUM_OTHER_ORIGIN;
+/** The real nginx in front of ORIGIN's server (server.js NGINX_LOCATIONS). */
+export const NGINX = () => process.env.RUM_NGINX_ORIGIN;
 
 let seq = 0;
 /** A test id unique in this run (the server files its ground truth under it). */

@@ -11,6 +11,7 @@ use crate::core::util::json_write::JsonWriter;
 use crate::core::record::budgets::metric_value;
 use crate::core::record::seen::Seen;
 use crate::core::request::kinds::paint_source_name;
+use crate::core::request::kinds::Via;
 use crate::core::request::timeline::Timeline;
 
 fn mark(w: &mut JsonWriter, tl: &Timeline, name: &str, t: Option<f64>) {
@@ -175,6 +176,45 @@ pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
     w.uint(tl.chunks as u64);
     w.key("bytes");
     w.uint(tl.bytes);
+
+    // How the text reached the page, and whether something upstream held it back
+    // (request/delivery.rs defines the rule; request/hints.rs the hints).
+    let d = tl.delivery.summary();
+    w.key("delivery");
+    w.begin_object();
+    w.key("arrivals");
+    w.uint(d.arrivals as u64);
+    w.key("eventsPerArrival");
+    w.begin_object();
+    for (k, v) in [("p50", d.events_p50), ("max", d.events_max)] {
+        w.key(k);
+        match v {
+            Some(n) => w.uint(n as u64),
+            None => w.null(),
+        }
+    }
+    w.end_object();
+    w.key("largestArrivalShare");
+    // A fraction: three decimals, as ms are written.
+    w.opt_ms(d.largest_share);
+    w.end_object();
+    w.key("upstreamBuffered");
+    match d.upstream_buffered {
+        Some(b) => w.bool(b),
+        None => w.null(),
+    }
+    // Headers are invisible to an EventSource, and absent without a response: null, "could
+    // not be seen", as opposed to [] ("none of them").
+    w.key("upstreamHints");
+    if tl.via == Via::Fetch && tl.headers.is_some() {
+        w.begin_array();
+        for h in tl.hints.iter() {
+            w.str(h);
+        }
+        w.end_array();
+    } else {
+        w.null();
+    }
 
     w.key("serverTiming");
     if !tl.server_timing_seen {

@@ -13,6 +13,8 @@ use crate::core::paint::PaintTracker;
 use crate::core::stalls::{Blame, Stall, StallCause, Stalls, MAX_BLAMES};
 use crate::core::request::kinds::{Outcome, TraceSource, Via, PAINT_NONE};
 use crate::core::trace::server_timing::{parse_server_timing, ServerTimingEntry};
+use crate::core::request::delivery::Delivery;
+use crate::core::request::hints::UpstreamHints;
 use crate::core::request::histogram::LogHistogram;
 use crate::core::stream::{Content, StreamDecoder};
 use crate::core::trace::traceparent::{from_server_timing, parse_traceresponse, TraceContext};
@@ -59,6 +61,15 @@ pub struct Timeline {
     /// Content-bearing arrivals (chunks with ≥1 content event): the ITL sample points.
     pub arrivals: u32,
     pub itl: LogHistogram,
+    /// How the text reached the page: arrivals, events per arrival, upstream buffering.
+    pub delivery: Delivery,
+    /// Response facts that explain bursts (fetch: read from the headers).
+    pub hints: UpstreamHints,
+    /// When the app asked for the chunk being delivered (fetch: the pull), and when the page
+    /// last received something (headers or a chunk): the app's own time between the two is
+    /// not a silence of the network (`Delivery::on_read`).
+    asked: Option<f64>,
+    last_delivery: Option<f64>,
     pub stalls: Stalls,
     pub server_timing: Vec<ServerTimingEntry>,
     /// False when the server's timing could not be seen at all (an EventSource whose Resource
@@ -105,6 +116,10 @@ impl Timeline {
             content: Content::default(),
             arrivals: 0,
             itl: LogHistogram::new(),
+            delivery: Delivery::default(),
+            hints: UpstreamHints::default(),
+            asked: None,
+            last_delivery: None,
             stalls: Stalls::default(),
             server_timing: Vec::new(),
             server_timing_seen: true,
@@ -132,6 +147,7 @@ impl Timeline {
             return;
         }
         self.headers = Some(t);
+        self.last_delivery = Some(t);
         self.status = status;
         self.decoder = Some(StreamDecoder::new(content_type, ai_sdk_header));
         if self.observed {
@@ -244,6 +260,14 @@ impl Timeline {
         }
     }
 
+    /// The app asked for the next body chunk at `t` (fetch: the wrapper's pull). Optional:
+    /// without it every read counts as waited for.
+    pub fn on_asked(&mut self, t: f64) {
+        if t.is_finite() {
+            self.asked = Some(t);
+        }
+    }
+
     /// One body chunk delivered to the page at `t`.
     pub fn on_chunk(&mut self, t: f64, bytes: &[u8]) {
         if self.is_ended() {
@@ -254,16 +278,27 @@ impl Timeline {
         }
         self.chunks += 1;
         self.bytes += bytes.len() as u64;
+        // The app's own time: from the previous delivery to its request for this chunk.
+        let app_ms = match (self.asked.take(), self.last_delivery) {
+            (Some(a), Some(d)) => (a - d).max(0.0),
+            _ => 0.0,
+        };
+        self.last_delivery = Some(t);
         let c = match self.decoder.as_mut() {
             Some(d) => d.feed(bytes),
             // Headers were never reported (should not happen): count bytes, find no content.
             None => return,
         };
-        self.on_content(t, &c);
+        self.on_read(t, &c, app_ms);
     }
 
     /// One already-framed piece of content (used by `on_chunk`, and by EventSource messages).
     pub fn on_content(&mut self, t: f64, c: &Content) {
+        self.on_read(t, c, 0.0);
+    }
+
+    /// `on_content`, with the app's own time before the read (see `on_asked`).
+    fn on_read(&mut self, t: f64, c: &Content, app_ms: f64) {
         if c.reasoning_events > 0 && self.first_reasoning.is_none() {
             self.first_reasoning = Some(t);
         }
@@ -279,6 +314,7 @@ impl Timeline {
             }
             self.last_token = Some(t);
             self.arrivals += 1;
+            self.delivery.on_read(t, c.content_events, c.content_chars, self.start, app_ms);
         }
         self.content.merge(c);
         if c.content_events > 0 && self.observed {
@@ -407,6 +443,8 @@ impl Timeline {
                 s.start += d;
             }
             self.paint.shift_origin(d);
+            // `delivery` keeps the first arrival's silence as measured from the `open`: a
+            // reconnect's bursts are judged on the safe (shorter) side.
         }
     }
 

@@ -65,7 +65,7 @@ fn record(rng: &mut Rng, id: u64, start: f64) -> Value {
         "itl": {"n": 99, "p50": decode / 120.0, "p95": decode / 40.0, "p99": decode / 20.0, "max": decode / 8.0},
         "tpot": decode / 100.0,
         "stalls": {"count": stalls, "totalMs": stalls * 400, "longestMs": 400, "network": net, "render": stalls - net},
-        "buffered": rng.next() % 20 == 0, "hidden": false, "outputTokens": 100, "chars": 400, "chunks": 100,
+        "buffered": rng.next() % 20 == 0, "upstreamBuffered": rng.next() % 25 == 0, "hidden": false, "outputTokens": 100, "chars": 400, "chunks": 100,
         "bytes": 17000,
         "serverTiming": [{"name": "queue", "dur": queue, "desc": null}, {"name": "prefill", "dur": prefill, "desc": null}],
         "correlation": {"x-request-id": format!("r{id}")}, "stallList": [], "budgetBreaches": [], "userMarks": {}
