@@ -1,6 +1,6 @@
 // The closed sets the facade hands the core by number (so no string crosses per call), named
 // once. The core reads the same codes: Outcome::from_code and FORGET in
-// src/core/request/kinds.rs, FlushReason::ALL in src/core/beacon/reason.rs;
+// src/core/request/kinds.rs (and PAINT_*), FlushReason::ALL in src/core/beacon/reason.rs;
 // tests/wire_contract.rs checks that both sides agree.
 
 // How a request ended (Core::end). The core may still judge otherwise: 'partial' while the
@@ -10,6 +10,12 @@ export const ABORTED = 1;
 export const ERROR = 2;
 /** End without a record: the request turned out not to be measurable. */
 export const FORGET = 4;
+
+// How the answer element was known (Core::observe): the record's `paintSource`. NONE: auto
+// mode is looking for it (paint tracking on, no element yet).
+export const PAINT_NONE = 0;
+export const PAINT_OBSERVED = 1;
+export const PAINT_AUTO = 2;
 
 // Why a beacon is sent (Core::transport_take): its `reason`, `Beacon['reason']` in index.d.ts.
 /** The queue's own schedule. */

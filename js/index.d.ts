@@ -42,12 +42,16 @@ export interface RumOptions {
    */
   budgets?: Record<string, number>;
   /**
-   * The messages container (element, or a selector resolved when each request starts): text
-   * growth inside it after a measured stream started is that stream's answer (the newest
-   * stream owns it; non-stream requests never do). `rum.observe(el)` names an answer element
-   * explicitly and wins over this.
+   * Where the answer is painted. `'auto'` (the default): for each measured stream the SDK finds
+   * the element whose text grows with the answer by itself (matching the start, then the growth,
+   * of the answer text it has seen — in the page only, never sent), searching the document and
+   * open shadow roots; `record.paintSource` says `'auto'`, or `'none'` when nothing showed it.
+   * An element or a selector (resolved when each request starts): the messages container —
+   * text growth inside it after a measured stream started is that stream's answer (the newest
+   * stream owns it; non-stream requests never do). `false` (or `null`): no paint metrics unless
+   * `rum.observe(el)` names an answer element, which wins over both.
    */
-  observe?: Element | string | null;
+  observe?: Element | string | 'auto' | false | null;
   /**
    * Refine bracketed paint times with the browser's own paint timestamps (Long Animation
    * Frame and interaction-contentful-paint `paintTime`). Default true.
@@ -64,7 +68,13 @@ export interface RumOptions {
    * unknown parameters breaks. `EventSource.url` still shows the app's own URL.
    */
   traceparentQueryParam?: string | null;
-  /** Called with every finished record (same shape as in the beacon). Exceptions are contained. */
+  /**
+   * Called with every finished record (same shape as in the beacon). Exceptions are contained.
+   * A record finishes when the core is done with it, not always at body end: with an answer
+   * element, at the frame that paints its end (≤ 3 s); in auto mode, an answer not found by the
+   * end waits 3 quiet frames (≤ 1 s) for a buffered UI to show it. `rum.flush()` and page
+   * hide deliver held records at once.
+   */
   onRecord?: ((record: RumRecord) => void) | null;
   /**
    * Called with a copy of each record on its way to the collector, after `onRecord`: return
@@ -125,7 +135,7 @@ export interface Marks {
   firstReasoning: number | null;
   /** First content-bearing event (non-empty answer text). */
   firstToken: number | null;
-  /** First frame that painted answer text (needs an observed element). */
+  /** First frame that painted answer text (needs an answer element: named or found, see paintSource). */
   firstPaint: number | null;
   /** Last content-bearing event. */
   lastToken: number | null;
@@ -298,6 +308,14 @@ export interface RumRecord {
    * and WebKit).
    */
   paintErrorMs: number | null;
+  /**
+   * How the answer element was known: `'observed'` named by the app (the `observe` option or
+   * `rum.observe(el)`), `'auto'` found by auto mode (the element whose text grew with this
+   * answer), `'none'` not known — auto mode off, or nothing on the page showed the answer's text
+   * where the SDK can see it (closed shadow roots, canvas, iframes, a UI that never showed it).
+   * The paint fields are null with `'none'`.
+   */
+  paintSource: 'observed' | 'auto' | 'none';
   /** From the stream's `usage` when present, else content events (see outputTokensSource). */
   outputTokens: number;
   outputTokensSource: 'usage' | 'events';
@@ -401,7 +419,7 @@ export interface Rum {
    * attribute): now, or at `timeStamp` (performance.now() ms, e.g. an event's timeStamp).
    */
   markInteraction(timeStamp?: number): void;
-  /** Sends what is queued now; resolves when the send was handed to the browser. */
+  /** Sends what is queued now (records auto mode still holds too); resolves when the send was handed to the browser. */
   flush(): Promise<void>;
   /** Restores globals, flushes, removes listeners. */
   shutdown(): Promise<void>;

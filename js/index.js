@@ -96,7 +96,10 @@ async function start(options, native, undo) {
   const unpatch = () => patched.splice(0).forEach((k) => g[k] === ours[k] && (g[k] = native[k]));
   undo.push(unpatch);
   for (const k of patched) g[k] = ours[k];
-  const flush = () => (transport ? transport.flush() : Promise.resolve());
+  const flush = () => {
+    paint.settle(); // a record waiting for auto mode to find its answer goes now
+    return transport ? transport.flush() : Promise.resolve();
+  };
 
   // The api.
   return {

@@ -10,7 +10,7 @@ const DEFAULTS = {
   stallThresholdMs: undefined, // the core's default (src/core/stalls.rs)
   sampleRate: 1,
   budgets: {},
-  observe: null,
+  observe: 'auto',
   patchGlobals: true,
   onRecord: null,
   beforeSend: null,
@@ -86,7 +86,7 @@ export function normalize(options) {
     "expected [{ match: string | RegExp, template: '/path/:id' }]",
   );
   take('wasmUrl', (v) => v === null || ((typeof v === 'string' || v instanceof URL) && parses(v)), 'expected a URL');
-  take('observe', (v) => v === null || typeof v === 'string' || (typeof Node === 'function' && v instanceof Node), 'expected an element or a selector');
+  take('observe', (v) => v === null || v === false || typeof v === 'string' || (typeof Node === 'function' && v instanceof Node), "expected an element, a selector, 'auto' or false");
   take('nativePaintTimes', (v) => typeof v === 'boolean', 'expected a boolean');
   take('traceparentQueryParam', (v) => v === null || (typeof v === 'string' && /^[\w.-]+$/.test(v)), 'expected a query parameter name');
   if (o.collector) o.collector = String(o.collector);

@@ -76,13 +76,19 @@ try {
         return performance.now() - t0;
       };
       const median = (a) => [...a].sort((x, y) => x - y)[a.length >> 1];
-      const native = [], wrapped = [], piped = [];
-      await time(fake); await time(rum.fetch); // warm up (JIT, wasm tier-up)
+      // The same SDK with auto mode off (`observe: false`): with it on (the default) a
+      // measured stream nobody names also keeps the answer's text tail and arms the document
+      // observer; the difference is auto mode's share of the per-chunk cost.
+      const off = await window.llmRum.init({ patchGlobals: false, observe: false });
+      const native = [], wrapped = [], piped = [], wrappedOff = [];
+      await time(fake); await time(rum.fetch); await time(off.fetch); // warm up (JIT, wasm tier-up)
       for (let r = 0; r < ROUNDS; r++) {
         native.push(await time(fake));
         piped.push(await time(passThrough));
         wrapped.push(await time(rum.fetch));
+        wrappedOff.push(await time(off.fetch));
       }
+      await off.shutdown();
       const glue = await import('/dist/wasm/llm_rum.js');
       const wasm = await glue.default();
       // The core alone (no stream machinery): one 174-byte OpenAI chunk per call.
@@ -101,7 +107,7 @@ try {
       // One paint report of an observed answer (per frame, not per chunk): the text probe is
       // located in the answer's tail, the frame goes into the bounded paint buckets.
       const ph = core.begin(location.origin + '/x', 'POST', 0, 0, new Uint8Array(32), -1);
-      core.observe(ph);
+      core.observe(ph, 1); // js/codes.js PAINT_OBSERVED: a named element
       core.response(ph, 0, 200, new Headers({ 'content-type': 'text/event-stream' }), false);
       for (let i = 0; i < 600; i++) core.chunk(ph, i, ev, i);
       // Worst case: a probe that matches nowhere, so the whole 512-char tail is searched.
@@ -125,6 +131,8 @@ try {
       gc();
       const heap1 = performance.memory.usedJSHeapSize;
       const mem1 = wasm.memory.buffer.byteLength;
+      // Its record as delivered: shown nowhere, auto mode holds it a few frames (flush: now).
+      await rum.flush();
       const last = records[records.length - 1];
 
       // Paint observer: main-thread cost per DOM mutation of an observed answer element
@@ -160,9 +168,49 @@ try {
         b.remove();
       }
       await prum.shutdown();
+
+      // Auto mode (no element named): the document-wide observer exists while a stream waits
+      // for its element. A page making 10 000 unrelated mutations per second (167 per 60 Hz
+      // frame over 100 elements, e.g. clocks and counters), timed with and without such a
+      // stream waiting: the difference per mutation is what auto mode adds (the observer's
+      // records and callback, and the frame's check of the changed elements).
+      const decoys = Array.from({ length: 100 }, () => document.body.appendChild(document.createElement('span')));
+      const busy = async () => {
+        let t = 0;
+        for (let f = 0; f < 60; f++) {
+          const t0 = performance.now();
+          for (let i = 0; i < 167; i++) {
+            decoys[i % 100].textContent = 'tick ' + f + ':' + i;
+            await null;
+          }
+          t += performance.now() - t0;
+          // A frame goes by (the finder's callback in it is timed separately, below).
+          await new Promise((r) => requestAnimationFrame(() => r()));
+        }
+        return t;
+      };
+      const arum = await window.llmRum.init({ patchGlobals: false });
+      const idle = [], armed = [];
+      let frameWork = 0;
+      const rafOrig = window.requestAnimationFrame;
+      for (let r = 0; r < ROUNDS; r++) {
+        idle.push(await busy());
+        const res = await arum.fetch('/v1/chat/completions');
+        const rd = res.body.getReader();
+        await rd.read(); // answer text arrived, shown nowhere: auto mode is looking
+        // The finder's frame callbacks, timed by wrapping rAF for this round.
+        window.requestAnimationFrame = (cb) => rafOrig((ts) => { const t0 = performance.now(); cb(ts); frameWork += performance.now() - t0; });
+        armed.push(await busy());
+        window.requestAnimationFrame = rafOrig;
+        hold.close();
+        await rd.read();
+      }
+      await arum.shutdown();
+      decoys.forEach((d) => d.remove());
       return {
+        autoIdle: median(idle), autoArmed: median(armed), autoFrames: frameWork / ROUNDS, AUTO_MUT: 60 * 167,
         mutPlain: median(plain), mutObserved: median(observed), MUT,
-        native: median(native), piped: median(piped), wrapped: median(wrapped), core: median(coreRuns), paint: median(paintRuns) / 20000,
+        native: median(native), piped: median(piped), wrapped: median(wrapped), wrappedOff: median(wrappedOff), core: median(coreRuns), paint: median(paintRuns) / 20000,
         heap0, heap1, mem0, mem1, longMs, lastChunks: last.chunks, lastTokens: last.outputTokens,
       };
     },
@@ -175,6 +223,7 @@ try {
   console.log(`  llm-rum wrapped fetch  ${result.wrapped.toFixed(1)} ms  (${us(result.wrapped)} µs/chunk)`);
   console.log(`  added by llm-rum       ${us(result.wrapped - result.native)} µs/chunk (ratio ${(result.wrapped / result.native).toFixed(2)}x)`);
   console.log(`  of which measurement   ${us(result.wrapped - result.piped)} µs/chunk (beyond a bare pass-through)`);
+  console.log(`  auto mode off          ${result.wrappedOff.toFixed(1)} ms  (${us(result.wrappedOff)} µs/chunk; auto mode's share ${us(result.wrapped - result.wrappedOff)} µs/chunk)`);
   console.log(`  core.chunk() alone     ${us(result.core)} µs per 174-byte OpenAI chunk (wasm parse + metrics)`);
   console.log(`  core.paint() alone     ${(result.paint * 1000).toFixed(3)} µs per painted frame of an observed answer (worst case: a probe found nowhere)`);
   console.log(`memory, one ${LONG}-chunk stream (${result.longMs.toFixed(0)} ms, record: ${result.lastChunks} chunks, ${result.lastTokens} tokens):`);
@@ -185,6 +234,11 @@ try {
   console.log(`  unobserved element     ${per(result.mutPlain)} µs/mutation`);
   console.log(`  observed by llm-rum    ${per(result.mutObserved)} µs/mutation`);
   console.log(`  added by the observer  ${per(result.mutObserved - result.mutPlain)} µs/mutation`);
+  const perA = (ms) => ((ms * 1000) / result.AUTO_MUT).toFixed(3);
+  console.log(`auto mode, ${result.AUTO_MUT} unrelated mutations at 10 000/s while a stream waits for its element (median of ${ROUNDS} rounds):`);
+  console.log(`  no stream waiting      ${perA(result.autoIdle)} µs/mutation`);
+  console.log(`  a stream waiting       ${perA(result.autoArmed)} µs/mutation (+ ${perA(result.autoFrames)} µs/mutation in the frame checks)`);
+  console.log(`  added by auto mode     ${perA(result.autoArmed - result.autoIdle + result.autoFrames)} µs/mutation`);
 } finally {
   await browser.close();
   await server.stop();

@@ -13,7 +13,10 @@ import zlib from 'node:zlib';
 // 42.4 KB. 43 → 44 KB: upstream buffering detection (issue 16: `delivery`, `upstreamBuffered`,
 // `upstreamHints`; +1 401 B wasm, +11 B glue and facade) took it from 43 596 to 45 008 B.
 export const TARGET_BROTLI = 30 * 1024;
-export const BUDGET_BROTLI = 44 * 1024;
+// 44 → 45.54 KB: auto mode (issue 15: the answer element found without being named; ≈ +0.9 KB
+// wasm for TextTail::claim, paintSource and text/plain probe tails, ≈ +0.8 KB facade for the
+// document observer) took it from 45 008 to 46 630 B.
+export const BUDGET_BROTLI = Math.ceil(45.54 * 1024);
 
 export function measure(dir = 'dist') {
   const files = [];

@@ -9,7 +9,7 @@ use common::test_rng::Rng;
 use common::{chunk, has};
 use llm_rum::core::config::{Budget, Config};
 use llm_rum::core::record::encode;
-use llm_rum::core::request::kinds::Outcome;
+use llm_rum::core::request::kinds::{Outcome, PAINT_AUTO, PAINT_NONE, PAINT_OBSERVED};
 use llm_rum::core::session::{self, Session};
 use llm_rum::core::util::json_write::JsonWriter;
 
@@ -378,6 +378,46 @@ fn streams_cut_while_the_page_unloads_are_partial() {
     has(&s.take_finished()[0], "\"outcome\":\"ok\"");
 }
 
+/// Auto mode: the record waits while an element is looked for; one found by `claim` reports
+/// `paintSource: auto` and the paint metrics from the arrivals tracked since the headers; none
+/// found (the facade gives up with `finish`) reports `none` and null paint fields.
+#[test]
+fn auto_mode_claims_the_answer_element_or_reports_none() {
+    let mut s = session(&[]);
+    let h = s.begin("https://chat.example/v1/chat", "POST", 0.0, 0.0, &[9u8; 32]);
+    s.get(h).unwrap().on_headers(10.0, 200, "text/event-stream", false);
+    s.get(h).unwrap().observe(PAINT_NONE);
+    s.get(h).unwrap().on_chunk(100.0, chunk("Hello").as_bytes());
+    s.get(h).unwrap().on_chunk(130.0, chunk(" there, how can I help you today?").as_bytes());
+    let tl = s.get(h).unwrap();
+    // The element showing the answer, one after the question, a decoy; the end of a long one.
+    assert_eq!(tl.claim("Hello there, how can", true), 0.0);
+    assert_eq!(tl.claim("You: hi\nHello there, how can I help", true), 2.0 * 7.0 + 1.0);
+    assert_eq!(tl.claim("12:00:01", true), -1.0);
+    assert_eq!(tl.claim("there, how can I help you", false), 0.0);
+    assert_eq!(tl.claim("nothing like the answer here", false), -1.0);
+    tl.observe(PAINT_AUTO);
+    assert!(!s.paint(h, 117.0, 5, 1.0, "Hello"));
+    s.get(h).unwrap().on_chunk(140.0, b"data: [DONE]\n\n");
+    assert!(!s.end(h, 140.0, Outcome::Ok));
+    assert!(s.paint(h, 150.0, 38, 1.0, "there, how can I help you today?"));
+    let rec = s.take_finished().remove(0);
+    has(&rec, "\"firstPaint\":117,");
+    has(&rec, "\"buffered\":false,\"paintErrorMs\":1,\"paintSource\":\"auto\"");
+
+    // Looked for, never found: the record waits for the facade to give up.
+    let h = s.begin("https://chat.example/v1/chat", "POST", 0.0, 0.0, &[10u8; 32]);
+    s.get(h).unwrap().on_headers(10.0, 200, "text/plain", false);
+    s.get(h).unwrap().observe(PAINT_NONE);
+    s.get(h).unwrap().on_chunk(100.0, b"Plain text answers are claimed too");
+    assert_eq!(s.get(h).unwrap().claim("Plain text answers", true), 0.0);
+    assert!(!s.end(h, 140.0, Outcome::Ok));
+    s.finish(h, 400.0);
+    let rec = s.take_finished().remove(0);
+    has(&rec, "\"buffered\":null,\"paintErrorMs\":null,\"paintSource\":\"none\"");
+    has(&rec, "\"firstPaint\":null,");
+}
+
 /// Paint wiring: an observed answer's record waits for its last paint, reports the paint
 /// metrics from the interaction, render stalls with their long-frame blame, user stages and
 /// paint budgets; a hidden page withholds what nobody waited for.
@@ -387,7 +427,7 @@ fn observed_answer_record_waits_for_its_last_paint() {
     let h = s.begin("https://chat.example/v1/chat", "POST", 1000.0, 1.0e12, &[4u8; 32]);
     let tl = s.get(h).unwrap();
     tl.interaction = Some(700.0);
-    tl.observe();
+    tl.observe(PAINT_OBSERVED);
     tl.on_headers(1040.0, 200, "text/event-stream", false);
     tl.on_chunk(1500.0, chunk("Hello").as_bytes());
     assert!(!s.paint(h, 1510.0, 5, 2.0, ""));
@@ -427,7 +467,7 @@ fn observed_answer_record_waits_for_its_last_paint() {
     // waiting record is finished by the hide.
     let h = s.begin("https://chat.example/v1/chat", "POST", 0.0, 0.0, &[6u8; 32]);
     let tl = s.get(h).unwrap();
-    tl.observe();
+    tl.observe(PAINT_OBSERVED);
     tl.on_headers(1.0, 200, "text/event-stream", false);
     tl.on_chunk(10.0, chunk("a").as_bytes());
     s.paint(h, 20.0, 1, 1.0, "");
@@ -450,7 +490,7 @@ fn text_probes_keep_markdown_pauses_out_of_render_delay() {
         let mut s = session(&[]);
         let h = s.begin("https://chat.example/v1/chat", "POST", 0.0, 0.0, &[7u8; 32]);
         let tl = s.get(h).unwrap();
-        tl.observe(); // before headers: the tail starts with the decoder
+        tl.observe(PAINT_OBSERVED); // before headers: the tail starts with the decoder
         tl.on_headers(1.0, 200, "text/event-stream", false);
         let mut shown = String::new();
         let paint = |s: &mut Session, t: f64, shown: &str| {
@@ -483,7 +523,7 @@ fn text_probes_keep_markdown_pauses_out_of_render_delay() {
 fn observed_request_without_answer_text_does_not_wait() {
     let mut s = session(&[]);
     let h = s.begin("https://chat.example/v1/chat", "POST", 0.0, 0.0, &[8u8; 32]);
-    s.get(h).unwrap().observe();
+    s.get(h).unwrap().observe(PAINT_OBSERVED);
     s.get(h).unwrap().on_headers(1.0, 200, "text/event-stream", false);
     s.get(h).unwrap().on_chunk(5.0, b"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0}]}}]}\n\ndata: [DONE]\n\n");
     assert!(s.end(h, 6.0, Outcome::Ok));
@@ -502,7 +542,7 @@ fn paint_tracking_starts_with_observation() {
     tl.on_chunk(100.0, chunk("abcde").as_bytes());
     tl.on_chunk(200.0, chunk("fghij").as_bytes());
     assert_eq!(tl.paint.result().first_paint, None);
-    tl.observe(); // the answer element shows up late
+    tl.observe(PAINT_OBSERVED); // the answer element shows up late
     tl.on_chunk(300.0, chunk("klmno").as_bytes());
     assert!(!s.paint(h, 310.0, 15, 1.0, ""));
     s.get(h).unwrap().on_chunk(320.0, b"data: [DONE]\n\n");
@@ -540,7 +580,7 @@ fn paint_error_adds_the_clock_step() {
         let mut s = Session::new(Config { page_origin: "https://chat.example".into(), clock_step_ms: step, ..Config::default() });
         let h = s.begin("https://chat.example/v1/chat", "POST", 0.0, 0.0, &[5u8; 32]);
         let tl = s.get(h).unwrap();
-        tl.observe();
+        tl.observe(PAINT_OBSERVED);
         tl.on_headers(1.0, 200, "text/event-stream", false);
         tl.on_chunk(10.0, chunk("Hi").as_bytes());
         s.get(h).unwrap().on_chunk(11.0, b"data: [DONE]\n\n");

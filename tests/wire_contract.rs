@@ -11,7 +11,7 @@ mod common;
 use common::chunk;
 use llm_rum::core::beacon::{queue::MAX_PAYLOAD, BeaconQueue, FlushReason};
 use llm_rum::core::config::{Budget, Config};
-use llm_rum::core::request::kinds::Outcome as End;
+use llm_rum::core::request::kinds::{Outcome as End, PAINT_AUTO, PAINT_NONE, PAINT_OBSERVED};
 use llm_rum::core::session::{Handle, Session};
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
@@ -65,6 +65,7 @@ struct RumRecord {
     buffered: Option<bool>,
     #[serde(deserialize_with = "nullable")]
     paint_error_ms: Option<f64>,
+    paint_source: PaintSource,
     output_tokens: u32,
     output_tokens_source: OutputTokensSource,
     chars: u32,
@@ -312,6 +313,14 @@ enum Format {
 
 #[derive(Debug, Deserialize, PartialEq, Eq, PartialOrd, Ord, Clone, Copy)]
 #[serde(rename_all = "lowercase")]
+enum PaintSource {
+    Observed,
+    Auto,
+    None,
+}
+
+#[derive(Debug, Deserialize, PartialEq, Eq, PartialOrd, Ord, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
 enum OutputTokensSource {
     Usage,
     Events,
@@ -466,6 +475,7 @@ fn the_mirror_and_index_d_ts_declare_the_same_keys_and_values() {
         ("RumRecord", "outcome", names::<Outcome>()),
         ("RumRecord", "format", names::<Format>()),
         ("RumRecord", "outputTokensSource", names::<OutputTokensSource>()),
+        ("RumRecord", "paintSource", names::<PaintSource>()),
         ("Stall", "cause", names::<Cause>()),
     ] {
         assert_eq!(literals(&d, iface, member), mirror, "{iface}.{member}: js/index.d.ts vs the mirror");
@@ -493,6 +503,7 @@ fn the_facade_passes_the_cores_codes() {
         let name = format!("FLUSH_{}", reason.as_str().to_ascii_uppercase());
         assert_eq!(FlushReason::from_code(code(&name)), Some(reason), "{name}");
     }
+    assert_eq!((code("PAINT_NONE"), code("PAINT_OBSERVED"), code("PAINT_AUTO")), (PAINT_NONE, PAINT_OBSERVED, PAINT_AUTO));
     let declared = text.lines().filter(|l| l.starts_with("export const FLUSH_")).count();
     assert_eq!(declared, FlushReason::ALL.len(), "js/codes.js names a reason the core does not know");
 }
@@ -590,7 +601,7 @@ event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{
     // What the person saw: an observed answer with a render stall blamed on a long frame.
     let h = s.begin("https://chat.example/v1/chat", "post", 1000.0, 1.7e12, &random(14));
     let tl = s.get(h).unwrap();
-    tl.observe();
+    tl.observe(PAINT_OBSERVED);
     tl.on_headers(1040.0, 200, "text/event-stream", false);
     tl.on_chunk(1500.0, openai[0]);
     s.paint(h, 1510.0, 5, 2.0, "Hello");
@@ -602,7 +613,7 @@ event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{
     // Observed, hidden before the end was painted.
     let h = s.begin("https://chat.example/v1/chat", "post", 0.0, 1.7e12, &random(15));
     let tl = s.get(h).unwrap();
-    tl.observe();
+    tl.observe(PAINT_OBSERVED);
     tl.on_headers(1.0, 200, "text/event-stream", false);
     tl.on_chunk(10.0, openai[0]);
     s.paint(h, 20.0, 5, 1.0, "");

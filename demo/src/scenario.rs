@@ -31,6 +31,9 @@ pub struct Scenario {
     pub seed: u64,
     /// Number of content tokens.
     pub tokens: u64,
+    /// The answer starts at this token of the text (`from=`): two streams that say different
+    /// things (the auto-mode tests' concurrent answers).
+    pub from: u64,
     /// Content tokens per write (event). An event is sent when its last token is due.
     pub per_chunk: u64,
     /// (token index k, extra ms before token k); sorted by k. Delays add up and shift every
@@ -91,6 +94,7 @@ impl Scenario {
             jitter_ms: 0.0,
             seed: 1,
             tokens: 120,
+            from: 0,
             per_chunk: 1,
             stalls: Vec::new(),
             headers_late: false,
@@ -155,6 +159,7 @@ impl Scenario {
                 "jitter_ms" => self.jitter_ms = ms(k, v)?,
                 "seed" => self.seed = int(k, v, u64::MAX)?,
                 "tokens" => self.tokens = int(k, v, MAX_TOKENS)?,
+                "from" => self.from = int(k, v, MAX_TOKENS)?,
                 "per_chunk" => self.per_chunk = int(k, v, MAX_TOKENS)?.max(1),
                 "stall_at" => {
                     for p in v.split(',').filter(|p| !p.is_empty()) {

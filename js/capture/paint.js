@@ -17,8 +17,29 @@
 // which forces layout) and one rAF + one message. Watches are RAII-like: stop() disconnects the
 // MutationObserver, cancels the frame, closes the ports and clears the timer.
 
+import { PAINT_NONE, PAINT_OBSERVED, PAINT_AUTO } from '../codes.js';
+
 /** After the stream ends, how long the record waits for the frame that paints its end. */
 const FINISH_AFTER_END_MS = 3000;
+
+// Auto mode (no element named): while a measured stream has no answer element, one
+// MutationObserver on the document (and on open shadow roots) collects the nodes that changed —
+// nothing else per mutation — and the next frame's rAF callback asks the core which of them
+// shows the answer (`Core::claim`: its start, then its growth, in the same normalised text the
+// paint probes use). Mutation callbacks run before the frame that paints the change, so the
+// element found is measured in that same frame: its first paint is bracketed as it would be
+// with rum.observe(el). The document observer is disconnected as soon as no stream waits.
+/** Distinct changed nodes remembered per frame (more are dropped until the next frame). */
+const AUTO_MAX_NODES = 512;
+/** Levels climbed from a changed node to the answer's own container. */
+const AUTO_MAX_CLIMB = 8;
+/** A container may hold this much text before the answer (a "Assistant:" label) and still be
+ * the answer's: more is a chat log's earlier messages. */
+const AUTO_MAX_LABEL = 40;
+/** A stream that ended unfound: frames with nothing answer-like changing before giving up… */
+const AUTO_QUIET_FRAMES = 3;
+/** …or this long (hidden pages run no frames). */
+const AUTO_GIVE_UP_MS = 1000;
 
 function resolve(target) {
   if (!target) return null;
@@ -81,8 +102,9 @@ class Watch {
    * @param {boolean} explicit  from rum.observe (else the `observe` container)
    * @param {number} base  text length that is not this answer's (a container's earlier
    *   messages, as of the request's start)
+   * @param {boolean} [now]  measure this frame (called from a rAF callback: auto mode)
    */
-  constructor(p, h, el, explicit, base) {
+  constructor(p, h, el, explicit, base, now) {
     this.p = p;
     this.h = h;
     this.el = el;
@@ -107,7 +129,8 @@ class Watch {
       this.stop(); // what was made so far; the caller reports the failure
       throw e;
     }
-    this.changed();
+    if (now) this.measure();
+    else this.changed();
   }
 
   changed() {
@@ -199,7 +222,7 @@ class Watch {
 /**
  * The paint hooks the request wrappers call (through their Capture) and rum.observe.
  * @param {import('../core.js').Core} core
- * @param {{ observe: Element | string | null, nativePaintTimes: boolean }} opts
+ * @param {{ observe: Element | string | 'auto' | false | null, nativePaintTimes: boolean }} opts
  * @param {(key: string, message: string, err?: unknown) => void} warnOnce
  * @param {() => void} deliver  hands finished records on (deliver/records.js)
  */
@@ -209,8 +232,14 @@ export function makePaint(core, opts, warnOnce, deliver) {
   let pending = null; // rum.observe(el) waiting for a measured request
   let perf = null;
   let stopped = false;
-  /** Tells the core `h`'s element is observed; false when the core let go of `h`. */
-  const observed = (h) => core.fenced((c) => c.observe(h), false);
+  const auto = opts.observe === 'auto';
+  const waiting = new Map(); // handle → { ended, quiet, timer }: auto mode looks for its element
+  let finder = null; // { mo, nodes, raf }: the document observer, while anything waits
+  /**
+   * Tells the core how `h`'s element is known (`src`; PAINT_NONE: looked for, and a harmless
+   * "do you still hold `h`?"); false when the core let go of `h`.
+   */
+  const observed = (h, src) => core.fenced((c) => c.observe(h, src), false);
 
   /** @type {PaintState} */
   const p = {
@@ -224,6 +253,7 @@ export function makePaint(core, opts, warnOnce, deliver) {
     },
     done(w) {
       w.stop();
+      forget(w.h);
       if (watches.get(w.h) === w) watches.delete(w.h);
       if (!watches.size) unobservePerf();
       deliver();
@@ -286,25 +316,156 @@ export function makePaint(core, opts, warnOnce, deliver) {
     perf = null;
   }
 
-  function watch(h, el, explicit, base) {
+  function watch(h, el, explicit, base, src = PAINT_OBSERVED, now = false) {
     const old = watches.get(h);
     if (old) old.stop();
+    forget(h);
     // The browser side first (it can fail: an engine without MutationObserver,
     // requestAnimationFrame or MessageChannel), then the core is told to expect paints.
     let w;
     try {
-      w = new Watch(p, h, el, explicit, base);
+      w = new Watch(p, h, el, explicit, base, now);
     } catch (e) {
       p.fail(e);
       return null;
     }
-    if (!observed(h)) {
+    if (!observed(h, src)) {
       w.stop();
       return null;
     }
     watches.set(h, w);
     observePerf();
     return w;
+  }
+
+  // ---- auto mode ----
+
+  /** `h` no longer waits for auto mode; the document observer goes when nothing does. */
+  function forget(h) {
+    const s = waiting.get(h);
+    if (s) clearTimeout(s.timer);
+    waiting.delete(h);
+    if (!waiting.size && finder) {
+      finder.mo.disconnect();
+      cancelAnimationFrame(finder.raf);
+      finder = null;
+    }
+  }
+
+  /** Auto mode gives up on `h` (its stream ended and nothing showed it): record without paints. */
+  function giveUp(h) {
+    forget(h);
+    core.fenced((c) => c.finish(h, performance.now()));
+    deliver();
+  }
+
+  function look(h) {
+    if (!observed(h, PAINT_NONE)) return;
+    waiting.set(h, { ended: false, quiet: 0, timer: 0 });
+    try {
+      if (!finder) arm();
+    } catch (e) {
+      p.fail(e); // no MutationObserver / requestAnimationFrame: paint metrics off
+    }
+  }
+
+  function arm() {
+    const f = { mo: null, nodes: new Set(), raf: 0 };
+    f.mo = new MutationObserver((records) => {
+      // Per mutation only this (an observer callback must not throw into the page).
+      try {
+        for (const r of records) {
+          if (f.nodes.size < AUTO_MAX_NODES) f.nodes.add(r.target);
+          for (const n of r.addedNodes) if (n.shadowRoot) root(f, n.shadowRoot);
+        }
+        tick(f);
+      } catch (e) {
+        p.fail(e);
+      }
+    });
+    finder = f;
+    // The document, and the open shadow roots already on it (one walk per arming; roots
+    // attached later are seen when their host is inserted). Closed ones cannot be seen.
+    const walk = (r) => {
+      root(f, r);
+      for (const el of r.querySelectorAll('*')) if (el.shadowRoot) walk(el.shadowRoot);
+    };
+    walk(document);
+  }
+
+  function root(f, r) {
+    f.mo.observe(r, { childList: true, characterData: true, subtree: true });
+  }
+
+  function tick(f) {
+    if (!f.raf) f.raf = requestAnimationFrame(() => found(f));
+  }
+
+  /** A frame after changes (or after an unfound stream ended): which changed node shows which
+   * waiting answer? Newest request first. */
+  function found(f) {
+    f.raf = 0;
+    if (finder !== f) return;
+    try {
+      const nodes = [...f.nodes];
+      f.nodes.clear();
+      const seen = new Set();
+      let hs = [...waiting.keys()].reverse();
+      let near = false; // anything answer-like changed
+      for (const n of nodes) {
+        const el = n.nodeType === 1 ? n : n.parentNode;
+        if (!hs.length || !el || el.nodeType !== 1 || seen.has(el) || !el.isConnected) continue;
+        seen.add(el);
+        if ([...watches.values()].some((w) => w.el.contains(el))) continue;
+        for (const h of hs) {
+          const hit = claim(h, el);
+          if (hit === 0) continue;
+          near = true;
+          if (hit && watch(h, hit.el, false, hit.base, PAINT_AUTO, true)) {
+            hs = hs.filter((x) => x !== h);
+            break;
+          }
+        }
+      }
+      for (const [h, s] of waiting) {
+        if (!s.ended) continue;
+        s.quiet = near ? 0 : s.quiet + 1;
+        if (s.quiet >= AUTO_QUIET_FRAMES) giveUp(h);
+      }
+      if (finder === f && [...waiting.values()].some((s) => s.ended)) tick(f);
+    } catch (e) {
+      p.fail(e);
+    }
+  }
+
+  /**
+   * Does `el` show `h`'s answer? 0: nothing like it; null: its end is the answer's latest
+   * text, but no container of it shows the answer from its start (yet); else the element to
+   * observe — the highest from `el` up that holds this answer and nothing else (the common
+   * container of one element per paragraph), not crossing a shadow root — and where in its
+   * text the answer starts.
+   */
+  function claim(h, el) {
+    const ask = (text, whole) => core.fenced((c) => c.claim(h, text, whole), -1);
+    const probe = tailText(el, PROBE_CHARS);
+    // Cheap first: the element's end must be the answer's (its last chars; a short element
+    // whole).
+    if (ask(probe, probe.length < PROBE_CHARS) < 0) return 0;
+    let hit = null;
+    for (let a = el, i = 0; a && a.nodeType === 1 && a !== document.body && i < AUTO_MAX_CLIMB; a = a.parentNode, i++) {
+      const r = ask(a.textContent, true);
+      if (r < 0) {
+        if (hit) break;
+        continue;
+      }
+      const base = Math.floor(r / 2);
+      if (r % 2 && (hit || base > AUTO_MAX_LABEL)) {
+        hit = hit || { el: a, base };
+        break;
+      }
+      hit = { el: a, base };
+    }
+    return hit;
   }
 
   /** Whether the app named `h`'s answer element (rum.observe), rather than a container. */
@@ -321,8 +482,9 @@ export function makePaint(core, opts, warnOnce, deliver) {
       // Let go of the watches of requests the core let go of: it keeps a bounded number in
       // flight (a body the app never finishes is pushed out, ended `partial`). A container's
       // note goes when its request settles (`confirmed` or `ended`), as every request does.
-      for (const w of [...watches.values()]) if (!observed(w.h)) p.drop(w);
-      const el = resolve(opts.observe);
+      for (const w of [...watches.values()]) if (!observed(w.h, PAINT_NONE)) p.drop(w);
+      for (const x of [...waiting.keys()]) if (!observed(x, PAINT_NONE)) forget(x);
+      const el = auto ? null : resolve(opts.observe);
       if (el) containers.set(h, { el, base: el.textContent.length });
     },
     /**
@@ -337,7 +499,10 @@ export function makePaint(core, opts, warnOnce, deliver) {
         if (watch(h, pending, true, 0)) pending = null;
         return;
       }
-      if (!c || !c.el.isConnected) return;
+      if (!c || !c.el.isConnected) {
+        if (auto) look(h);
+        return;
+      }
       const w = watch(h, c.el, false, c.base);
       // One answer at a time in a container: the newest stream owns its growth.
       if (w) for (const o of [...watches.values()]) if (o !== w && !o.explicit && o.el === c.el) p.drop(o);
@@ -345,6 +510,18 @@ export function makePaint(core, opts, warnOnce, deliver) {
     /** The core ended `h` (end / es_end); `done`: its record is finished. */
     ended(h, done) {
       containers.delete(h);
+      const s = waiting.get(h);
+      if (s) {
+        // Not found yet: a buffered UI shows the answer now. Look on until frames go by with
+        // nothing answer-like changing.
+        if (done) forget(h);
+        else if (!s.ended) {
+          s.ended = true;
+          s.timer = setTimeout(() => giveUp(h), AUTO_GIVE_UP_MS);
+          if (finder) tick(finder);
+        }
+        return;
+      }
       const w = watches.get(h);
       if (done) {
         if (w) p.done(w);
@@ -379,9 +556,14 @@ export function makePaint(core, opts, warnOnce, deliver) {
         if (w) p.drop(w);
       };
     },
+    /** rum.flush(): streams that ended unfound stop waiting for their element (records now). */
+    settle() {
+      for (const [h, s] of [...waiting]) if (s.ended) giveUp(h);
+    },
     stop() {
       stopped = true;
       for (const w of [...watches.values()]) p.drop(w);
+      for (const h of [...waiting.keys()]) giveUp(h);
       unobservePerf();
       pending = null;
       containers.clear();

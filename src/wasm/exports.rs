@@ -97,11 +97,17 @@ impl Core {
 
     // ---- what the person saw: js/capture/paint.js stamps frames and text lengths ----
 
-    /// An answer element is associated with `h`: paint metrics will be reported. Returns
-    /// false when the core no longer holds `h` (see `Session::holds`: its record is queued, or
-    /// newer requests pushed it out): the facade lets go of its watch. Asking again is harmless.
-    pub fn observe(&mut self, h: u32) -> bool {
-        self.session.get(h).map(|tl| tl.observe()).is_some()
+    /// An answer element is associated with `h` (`source`: js/codes.js PAINT_OBSERVED or
+    /// PAINT_AUTO), or auto mode starts looking for one (PAINT_NONE). Returns false when the
+    /// core no longer holds `h` (see `Session::holds`: its record is queued, or newer requests
+    /// pushed it out): the facade lets go of its watch. Asking again is harmless.
+    pub fn observe(&mut self, h: u32, source: u32) -> bool {
+        self.session.get(h).map(|tl| tl.observe(source)).is_some()
+    }
+
+    /// Auto mode: does `text` show `h`'s answer (`Timeline::claim`)?
+    pub fn claim(&mut self, h: u32, text: &str, whole: bool) -> f64 {
+        self.session.get(h).map_or(-1.0, |tl| tl.claim(text, whole))
     }
 
     /// A frame painted `h`'s element at `t` (± `err_ms`) with `len` chars of text ending

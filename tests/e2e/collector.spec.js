@@ -32,7 +32,14 @@ const outcomes = async (origin) => (await summary(origin)).outcomes || {};
 const streams = (page, n, query = 'tokens=5&gap_ms=2') =>
   page.evaluate(
     async ({ n, query }) => {
-      for (let i = 0; i < n; i++) await (await fetch(`/v1/stream?${query}`)).text();
+      const h = await import('/helpers.js');
+      // Each record as delivered: auto mode (the default) holds an unrendered answer's record
+      // for up to 3 quiet frames after the body ends, in case a buffered UI shows it then.
+      for (let i = 0; i < n; i++) {
+        const before = window.__records.length;
+        await (await fetch(`/v1/stream?${query}`)).text();
+        await h.waitRecord((r, j) => j >= before);
+      }
       return window.__records.map((r) => r.id);
     },
     { n, query },

@@ -29,17 +29,23 @@ async function openChat(page) {
   expect(new URL(page.url()).pathname).toBe(`/c/${CONV}`);
 }
 
-/** Streams one answer from `path` through the patched fetch, as the app would. */
+/**
+ * Streams one answer from `path` through the patched fetch, as the app would, and waits for
+ * its record: records are final when delivered, and auto mode (the default) holds the record of
+ * an answer it did not find on the page for up to 3 quiet frames after the body ends.
+ */
 const ask = (page, p, id = testId('tpl')) =>
   page.evaluate(
     async ({ p, id }) => {
       const h = await import('/helpers.js');
+      const before = window.__records.length;
       const res = await fetch(p, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-test-id': id },
         body: JSON.stringify({ model: 'default', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
       });
       const { bytes } = await h.readAll(res);
+      await h.waitRecord((r, i) => i >= before);
       return { status: res.status, chars: h.openAiChars(bytes), hash: h.fnv1a64(bytes) };
     },
     { p, id },

@@ -154,7 +154,8 @@ test('urgent flush: payloads the browser refuses are split smaller; what it stil
         const long = tag.repeat(900); // ~2 KB records (the path is kept; queries are stripped)
         const before = window.__records.length;
         await Promise.all(Array.from({ length: n }, (_, i) => fetch(`/v1/nope/${long}${i}`).then((r) => r.text())));
-        await new Promise((r) => setTimeout(r, 50));
+        // Records as delivered (auto mode holds an unrendered answer's up to 3 quiet frames).
+        await (await import('/helpers.js')).waitRecord((r, i) => i >= before + n - 1);
         return window.__records.slice(before).map((r) => r.id);
       },
       { n, tag },

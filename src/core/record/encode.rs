@@ -10,6 +10,7 @@ use crate::core::util::hex::push_hex;
 use crate::core::util::json_write::JsonWriter;
 use crate::core::record::budgets::metric_value;
 use crate::core::record::seen::Seen;
+use crate::core::request::kinds::paint_source_name;
 use crate::core::request::kinds::Via;
 use crate::core::request::timeline::Timeline;
 
@@ -127,6 +128,8 @@ pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
     // The brackets' half widths (clock readings), plus the clock's own step.
     w.key("paintErrorMs");
     w.opt_ms(seen.paint.paint_error_ms.map(|e| e + cfg.clock_step_ms));
+    w.key("paintSource");
+    w.str(paint_source_name(tl.paint_source));
 
     w.key("itl");
     w.begin_object();

@@ -10,6 +10,7 @@
 //! seen) but no `lastPaint`, `perceivedTotal` or `renderDelay`.
 
 use crate::core::paint::PaintResult;
+use crate::core::request::kinds::PAINT_NONE;
 use crate::core::request::timeline::Timeline;
 use crate::core::stalls::{Blame, Stall, StallCause, Stalls};
 
@@ -17,7 +18,7 @@ use crate::core::stalls::{Blame, Stall, StallCause, Stalls};
 pub struct Seen<'a> {
     tl: &'a Timeline,
     /// The tracker's result with the visibility rule applied (all `None` when no element was
-    /// observed or nothing was painted while visible). Absolute `performance.now()` times.
+    /// known or nothing was painted while visible). Absolute `performance.now()` times.
     pub paint: PaintResult,
 }
 
@@ -26,7 +27,7 @@ impl<'a> Seen<'a> {
         let r = tl.paint.result();
         let hidden_at = tl.paint.hidden_at();
         let visible = |t: &f64| hidden_at.is_none_or(|h| *t <= h);
-        let first_paint = r.first_paint.filter(visible).filter(|_| tl.observed);
+        let first_paint = r.first_paint.filter(visible).filter(|_| tl.paint_source != PAINT_NONE);
         // Hidden before the end of the answer was painted: its last paint was never seen
         // (the tracker's fallback — the last paint before the final arrival — would pass
         // for it).

@@ -46,6 +46,23 @@ impl Outcome {
 /// (an opaque response, an EventSource the browser refused to construct).
 pub const FORGET: u32 = 4;
 
+/// How the answer element was known (`record.paintSource`), by the facade's code
+/// (js/codes.js names the same; tests/wire_contract.rs compares them): not known (none named,
+/// or auto mode found none: closed shadow roots, canvas, no text on the page), named by the app
+/// (`observe` option or `rum.observe`), or found by auto mode.
+pub const PAINT_NONE: u32 = 0;
+pub const PAINT_OBSERVED: u32 = 1;
+pub const PAINT_AUTO: u32 = 2;
+
+/// `record.paintSource` for a code.
+pub fn paint_source_name(code: u32) -> &'static str {
+    match code {
+        PAINT_OBSERVED => "observed",
+        PAINT_AUTO => "auto",
+        _ => "none",
+    }
+}
+
 /// Where the record's trace id came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TraceSource {

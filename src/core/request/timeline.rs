@@ -11,7 +11,7 @@ use crate::core::util::url::strip_query;
 use crate::core::util::hex;
 use crate::core::paint::PaintTracker;
 use crate::core::stalls::{Blame, Stall, StallCause, Stalls, MAX_BLAMES};
-use crate::core::request::kinds::{Outcome, TraceSource, Via};
+use crate::core::request::kinds::{Outcome, TraceSource, Via, PAINT_NONE};
 use crate::core::trace::server_timing::{parse_server_timing, ServerTimingEntry};
 use crate::core::request::delivery::Delivery;
 use crate::core::request::hints::UpstreamHints;
@@ -81,7 +81,10 @@ pub struct Timeline {
     /// What the person saw: fed content arrivals and paints once an answer element
     /// is associated (`observed`).
     pub paint: PaintTracker,
+    /// Paint tracking is on: an element is observed, or auto mode looks for one.
     pub observed: bool,
+    /// How the element was known: `kinds::PAINT_*` (`PAINT_NONE` while auto mode looks).
+    pub paint_source: u32,
     /// Raw chars per rendered char at the last matched text probe.
     probe_ratio: Option<f64>,
     /// Long Animation Frames that overlapped this request (bounded): render-stall blame.
@@ -124,6 +127,7 @@ impl Timeline {
             user_marks: Vec::new(),
             paint: PaintTracker::new(start, cfg.stall_threshold_ms),
             observed: false,
+            paint_source: PAINT_NONE,
             probe_ratio: None,
             blames: Vec::new(),
             via: Via::Fetch,
@@ -147,13 +151,18 @@ impl Timeline {
         self.status = status;
         self.decoder = Some(StreamDecoder::new(content_type, ai_sdk_header));
         if self.observed {
-            self.observe();
+            self.observe(PAINT_NONE);
         }
     }
 
-    /// An answer element is associated: paint metrics will be reported, and the answer
-    /// text's tail is kept for paint probes.
-    pub fn observe(&mut self) {
+    /// An answer element is associated (`source`: `PAINT_OBSERVED` or `PAINT_AUTO`), or auto
+    /// mode starts looking for one (`PAINT_NONE`): arrivals are tracked and the answer text's
+    /// tail is kept for paint probes (and `claim`). Paint metrics are reported once an element
+    /// is known.
+    pub fn observe(&mut self, source: u32) {
+        if source != PAINT_NONE {
+            self.paint_source = source;
+        }
         let chars = self.content.content_chars;
         if !self.observed {
             // Arrivals feed the paint tracker only once an element is observed (no work or
@@ -186,6 +195,21 @@ impl Timeline {
             self.probe_ratio = Some(p as f64 / len as f64);
         }
         self.paint.on_paint_probed(t, len, err_ms, probed);
+    }
+
+    /// Auto mode: does `text` show this answer? `whole`: it is an element's whole text (see
+    /// `TextTail::claim`), and the answer is `2·base + (1 if text other than the answer's
+    /// comes before it)`, `base` being the UTF-16 offset where the answer starts; else `text` is
+    /// the end of an element's text (a probe), and the answer is 0 when it ends like this
+    /// answer's latest text. −1: no (or no tail: not looked for).
+    pub fn claim(&self, text: &str, whole: bool) -> f64 {
+        let Some(tail) = self.decoder.as_ref().and_then(StreamDecoder::tail).filter(|t| t.pos == self.content.content_chars) else {
+            return -1.0;
+        };
+        if !whole {
+            return if tail.find(text, None).is_some() { 0.0 } else { -1.0 };
+        }
+        tail.claim(text).map_or(-1.0, |(base, clean)| f64::from(base) * 2.0 + if clean { 0.0 } else { 1.0 })
     }
 
     /// The raw `Server-Timing` header (fetch joins repeated headers with ", ").

@@ -23,7 +23,7 @@ use crate::core::stream::formats::{Classifier, Format};
 use crate::core::stream::tail::TextTail;
 use crate::core::stream::lines::LineSplitter;
 use crate::core::stream::sse::{SseItem, SseParser};
-use crate::core::stream::utf8::Utf8Decoder;
+use crate::core::stream::utf8::{count_chars, Utf8Decoder};
 
 const NDJSON_TYPES: [&str; 7] = [
     "application/x-ndjson",
@@ -159,12 +159,8 @@ impl StreamDecoder {
         self.classifier.tail.get_or_insert_with(|| TextTail::starting_at(chars_so_far));
     }
 
-    /// The answer text's tail, when kept and in step with the content counts (text/plain
-    /// bodies are counted without decoding, so they keep no tail).
+    /// The answer text's tail, when kept.
     pub fn tail(&self) -> Option<&TextTail> {
-        if self.mode == Mode::Text {
-            return None;
-        }
         self.classifier.tail.as_ref()
     }
 
@@ -210,7 +206,7 @@ impl StreamDecoder {
                 let data_stream = self.mode == Mode::DataStream;
                 self.lines.feed(bytes, &mut |line| line_content(cl, data_stream, line, &mut c))
             }
-            Mode::Text => text_content(self.utf8.count(bytes), &mut c),
+            Mode::Text => text_content(count_into(&mut cl.tail, |out| self.utf8.decode(bytes, out)), &mut c),
             Mode::Sniff => {}
         }
         c
@@ -231,7 +227,7 @@ impl StreamDecoder {
                 let data_stream = self.mode == Mode::DataStream;
                 self.lines.finish(&mut |line| line_content(cl, data_stream, line, &mut c))
             }
-            Mode::Text => text_content(self.utf8.finish_count(), &mut c),
+            Mode::Text => text_content(count_into(&mut cl.tail, |out| self.utf8.finish(out)), &mut c),
             Mode::Sniff => {}
         }
         c
@@ -261,6 +257,18 @@ fn line_content(cl: &mut Classifier, data_stream: bool, line: &[u8], c: &mut Con
     // Lines are decoded on their own; see `sse` for why that equals decoding the stream.
     let s = crate::core::stream::utf8::lossy(line);
     c.merge(&if data_stream { cl.data_stream_line(&s) } else { cl.ndjson_line(&s) });
+}
+
+/// Decoded text/plain pieces: counted, and fed to the probe tail when one is kept.
+fn count_into(tail: &mut Option<TextTail>, decode: impl FnOnce(&mut dyn FnMut(&str))) -> u32 {
+    let mut n = 0u32;
+    decode(&mut |s| {
+        n = n.saturating_add(count_chars(s));
+        if let Some(t) = tail.as_mut() {
+            s.chars().for_each(|ch| t.push(ch));
+        }
+    });
+    n
 }
 
 fn text_content(chars: u32, c: &mut Content) {

@@ -12,8 +12,13 @@
 //! (markdown's syntax, the renderer's line breaks) are dropped. Case is kept (no case tables in
 //! the wasm).
 //!
+//! Auto mode (no element named) asks the converse: does this element's text show *this*
+//! answer? [`TextTail::claim`] answers from the answer's first `HEAD` kept chars (its start)
+//! and the ring (its growth).
+//!
 //! Memory: a ring of the last `CAP` kept chars with their raw positions (8 bytes each, 4 KB),
-//! allocated only for requests whose answer element is observed. Answer text stays in the
+//! and the first `HEAD` kept chars (128 B), allocated only for requests whose answer element
+//! is observed or looked for. Answer text stays in the
 //! page's memory only, like the page's own copy of it; it is never encoded into a record.
 
 use alloc::vec::Vec;
@@ -23,6 +28,12 @@ use alloc::vec::Vec;
 pub const CAP: usize = 512;
 /// Chars of a probe that must match (after normalisation); fewer → no probe.
 pub const PROBE: usize = 12;
+
+/// Kept chars remembered from the start of the answer (auto mode's anchor and prefix check).
+pub const HEAD: usize = 32;
+/// Kept chars of the answer's start a candidate element must contain (all of them when the
+/// answer is shorter so far): 8 survive markdown (a leading link's URL is further in).
+pub const ANCHOR: usize = 8;
 
 /// The normalisation rule shared by the answer text and the probes.
 pub fn keep(c: char) -> bool {
@@ -42,12 +53,18 @@ pub struct TextTail {
     head: usize,
     /// Raw answer chars fed so far (every char counts, kept or not).
     pub pos: u32,
+    /// Raw chars before the first one fed (0: this tail saw the answer from its start).
+    start: u32,
+    /// Kept chars fed so far.
+    kept: u32,
+    /// The first `HEAD` kept chars, when fed from the start.
+    first: [char; HEAD],
 }
 
 impl TextTail {
     /// A tail whose first char fed will be raw char `pos + 1` (earlier text was not kept).
     pub fn starting_at(pos: u32) -> TextTail {
-        TextTail { pos, ..TextTail::default() }
+        TextTail { pos, start: pos, ..TextTail::default() }
     }
 
     pub fn push(&mut self, c: char) {
@@ -55,6 +72,10 @@ impl TextTail {
         if !keep(c) {
             return;
         }
+        if let Some(slot) = self.first.get_mut(self.kept as usize) {
+            *slot = c;
+        }
+        self.kept = self.kept.saturating_add(1);
         if self.ring.len() < CAP {
             if self.ring.capacity() == 0 {
                 self.ring.reserve_exact(CAP);
@@ -94,6 +115,10 @@ impl TextTail {
         if n < PROBE {
             return None;
         }
+        self.find_kept(&want, near)
+    }
+
+    fn find_kept(&self, want: &[char; PROBE], near: Option<f64>) -> Option<u32> {
         let mut best: Option<u32> = None;
         for end in (PROBE - 1..self.ring.len()).rev() {
             if !(0..PROBE).all(|k| self.at(end + 1 - PROBE + k).is_some_and(|(c, _)| c == want[k])) {
@@ -107,6 +132,65 @@ impl TextTail {
             }
         }
         best
+    }
+
+    /// The answer's i-th kept char (0 = its first), when still remembered.
+    fn answer_at(&self, i: usize) -> Option<char> {
+        if self.start != 0 {
+            return None;
+        }
+        let kept = self.kept as usize;
+        let in_ring = kept - self.ring.len();
+        match self.first.get(i) {
+            Some(c) if i < kept => Some(*c),
+            _ if i >= in_ring => self.at(i - in_ring).map(|(c, _)| c),
+            _ => None,
+        }
+    }
+
+    /// Auto mode: does `text` (a candidate element's whole text) show this answer? It must
+    /// contain the answer's start (its first `ANCHOR` kept chars, the last occurrence) and from
+    /// there show a prefix of the answer: char for char while within the remembered head,
+    /// else ending with `PROBE` kept chars found in the ring (the growth; markdown may have
+    /// dropped chars in between). A match shorter than `PROBE` kept chars must be all of the
+    /// element's text (a "Paris" ending someone's question is not an answer starting "Paris").
+    /// Returns the UTF-16 offset in `text` where the answer starts (0 when nothing but
+    /// markup and whitespace comes before it: `clean`), or None.
+    pub fn claim(&self, text: &str) -> Option<(u32, bool)> {
+        if self.start != 0 || self.kept == 0 {
+            return None;
+        }
+        // (kept char, UTF-16 offset just after it)
+        let mut k: Vec<(char, u32)> = Vec::new();
+        let mut off = 0u32;
+        for c in text.chars() {
+            off += c.len_utf16() as u32;
+            if keep(c) {
+                k.push((c, off));
+            }
+        }
+        // (An element shorter than the anchor must be all answer: checked below.)
+        let m = ANCHOR.min(self.kept as usize).min(k.len());
+        if m == 0 {
+            return None;
+        }
+        let s = (0..=k.len() - m).rev().find(|&s| (0..m).all(|i| self.answer_at(i) == k.get(s + i).map(|x| x.0)))?;
+        let rest = k.len() - s;
+        let clean = s == 0;
+        if rest < PROBE && !clean {
+            return None;
+        }
+        let shows = if rest <= HEAD {
+            (0..rest).all(|i| self.answer_at(i) == k.get(s + i).map(|x| x.0))
+        } else {
+            let mut want = [' '; PROBE];
+            for (w, x) in want.iter_mut().zip(&k[k.len() - PROBE..]) {
+                *w = x.0;
+            }
+            self.find_kept(&want, None).is_some()
+        };
+        let base = if clean { 0 } else { k.get(s - 1).map_or(0, |x| x.1) };
+        shows.then_some((base, clean))
     }
 }
 
@@ -157,6 +241,67 @@ mod tests {
             "zzzzzzzz ".chars().for_each(|c| t.push(c));
         }
         assert_eq!(t.find("very first words", None), None);
+    }
+
+    #[test]
+    fn claim_finds_the_answer_and_nothing_else() {
+        let answer = "Paris is the capital of **France**. It has [museums](https://x.example/m) and cafés.";
+        let t = fed(answer);
+        // The element showing it, whole or partly (a streamed or throttled UI), or rendered.
+        assert_eq!(t.claim(answer), Some((0, true)));
+        assert_eq!(t.claim("Paris is the cap"), Some((0, true)));
+        assert_eq!(t.claim("\n  Paris"), Some((0, true)));
+        assert_eq!(t.claim("Paris is the capital of France. It has museums"), Some((0, true)));
+        // Its last letters straddle a link's URL, which only the raw text has: not yet (the
+        // next growth is found).
+        assert_eq!(t.claim("Paris is the capital of France. It has museums and cafés."), None);
+        // After other text (a container with the user's question and an earlier answer): the
+        // offset where it starts, once long enough to tell.
+        let before = "You: where is Paris? Bot: Paris is nice.\n";
+        let with = |s: &str| format!("{before}{s}");
+        // From just after the last letter before it ("nice"): punctuation and whitespace
+        // between count as the answer's, as the markup around a named element's text does.
+        let base = (before.find("nice").unwrap() + 4) as u32;
+        assert_eq!(t.claim(&with("Paris is the capital")), Some((base, false)));
+        assert_eq!(t.claim(&with("Paris is")), None);
+        // Not the answer: the question ending with its first word, a clock, other text, text
+        // running past what the answer says, an empty answer.
+        assert_eq!(t.claim("Tell me about Paris"), None);
+        assert_eq!(t.claim("12:00:01"), None);
+        assert_eq!(t.claim("Paris is the capital of Spain"), None);
+        assert_eq!(t.claim("Paris is the capital of France and something else entirely"), None);
+        assert_eq!(TextTail::default().claim("anything"), None);
+        // A tail that did not see the start cannot claim.
+        let mut late = TextTail::starting_at(3);
+        answer.chars().for_each(|c| late.push(c));
+        assert_eq!(late.claim(answer), None);
+        // Short answers so far: all of the element's text, char for char.
+        let t = fed("Hi");
+        assert_eq!(t.claim("Hi"), Some((0, true)));
+        assert_eq!(t.claim("Oh, Hi"), None);
+        assert_eq!(t.claim("H"), Some((0, true)));
+        assert_eq!(t.claim("- "), None);
+        assert_eq!(t.claim("Him"), None);
+        // UTF-16 offsets past astral chars.
+        let t = fed("🚀 launch sequence started now");
+        assert_eq!(t.claim("🚀🚀 x: 🚀 launch sequence started"), Some(("🚀🚀 x".encode_utf16().count() as u32, false)));
+    }
+
+    #[test]
+    fn claim_of_a_long_answer_uses_head_and_ring() {
+        let mut text = String::from("Start of a long answer. ");
+        for i in 0..300 {
+            text.push_str(&format!("w{i} x{}. ", i * i));
+        }
+        let t = fed(&text);
+        assert!(t.ring.len() == CAP && t.kept as usize > CAP + HEAD);
+        assert_eq!(t.claim(&text), Some((0, true)));
+        // A buffered UI's first paint: everything at once; a prefix well behind the front.
+        let cut: String = text.chars().take(text.len() - 200).collect();
+        assert_eq!(t.claim(&cut), Some((0, true)));
+        // Behind by more than the ring: the growth cannot be told from other text.
+        let early: String = text.chars().take(400).collect();
+        assert_eq!(t.claim(&early), None);
     }
 
     #[test]

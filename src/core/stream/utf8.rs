@@ -97,6 +97,7 @@ impl Utf8Decoder {
     }
 
     /// Convenience: decodes `bytes` and returns the number of scalar values produced.
+    #[cfg(test)]
     pub fn count(&mut self, bytes: &[u8]) -> u32 {
         let mut n = 0u32;
         self.decode(bytes, &mut |s| n = n.saturating_add(count_chars(s)));
@@ -104,6 +105,7 @@ impl Utf8Decoder {
     }
 
     /// Convenience: end of stream, returns the number of scalar values produced (0 or 1).
+    #[cfg(test)]
     pub fn finish_count(&mut self) -> u32 {
         let mut n = 0u32;
         self.finish(&mut |s| n = n.saturating_add(count_chars(s)));

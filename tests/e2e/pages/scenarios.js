@@ -298,3 +298,113 @@ export async function slowReader({ id }) {
   const rec = await h.waitRecord((r) => r.url.endsWith('/bytes'));
   return { firstLen: first.value.length, chunks: rec.chunks, bytes: rec.bytes, outcome: rec.outcome };
 }
+
+// ---- auto mode: the answer element found without being named ----
+
+/** The user's message, echoed into the chat first: it repeats the answer's opening words. */
+const PROMPT = 'Streaming answers, measured? Tell me about streaming answers, measured';
+
+/**
+ * A chat page the SDK is told nothing about: a ticking clock and a "typing…" indicator
+ * changing beside the chat (decoys), in `root` (an open or closed shadow root, or the page).
+ */
+function chatPage(mode = null) {
+  const stage = document.createElement('section');
+  document.body.append(stage);
+  const clock = document.createElement('span');
+  const typing = document.createElement('i');
+  stage.append(clock, typing);
+  let root = stage;
+  if (mode) {
+    const host = document.createElement('div');
+    stage.append(host);
+    root = host.attachShadow({ mode });
+  }
+  const chat = document.createElement('div');
+  root.append(chat);
+  const tick = setInterval(() => (clock.textContent = new Date().toISOString().slice(11, 23)), 10);
+  return { chat, typing, done: () => (clearInterval(tick), stage.remove()) };
+}
+
+/**
+ * One chat turn in `page`: the prompt echoed, "typing…", the answer streamed from the scripted
+ * server and rendered by `ui` (a demo/page/renderers.js kind, or 'react': a real react-dom
+ * chat). `named`: the answer element is handed to rum.observe (the reference run).
+ */
+async function turn(page, { ui, query, named = false }) {
+  const { readDeltas, makeRenderer } = await import('/demo/renderers.js');
+  const before = window.__records.length;
+  let push;
+  let answer;
+  if (ui === 'react') {
+    const { mountChat } = await import('/react-app/chat.js');
+    page.react ||= await mountChat(page.chat);
+    const shown = page.chat.querySelectorAll('.msg').length;
+    page.react.say('user', PROMPT);
+    page.react.say('assistant', '');
+    // Rendered: React commits asynchronously (a fixed 20 ms was not always enough in WebKit
+    // under load: the named run then named nothing and auto mode found the element).
+    for (let k = 0; k < 200 && page.chat.querySelectorAll('.msg').length < shown + 2; k++) await new Promise((r) => setTimeout(r, 10));
+    answer = [...page.chat.querySelectorAll('.text')].pop();
+    if (!answer) throw new Error('the React chat did not render the answer element within 2 s');
+    push = { push: (d) => page.react.append(d), end() {} };
+  } else {
+    const user = document.createElement('div');
+    user.className = 'msg user';
+    user.textContent = PROMPT;
+    const bot = document.createElement('div');
+    bot.className = 'msg assistant';
+    answer = document.createElement('div');
+    bot.append(answer);
+    page.chat.append(user, bot);
+    push = makeRenderer(ui, answer);
+  }
+  page.typing.textContent = 'typing…';
+  const undo = named ? window.__rum.observe(answer) : () => {};
+  const res = await fetch('/v1/chat/completions?' + query, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'default', stream: true, messages: [{ role: 'user', content: PROMPT }] }),
+  });
+  let first = true;
+  await readDeltas(res, (d) => {
+    if (first) page.typing.textContent = '';
+    first = false;
+    push.push(d);
+  });
+  push.end();
+  const rid = res.headers.get('x-request-id');
+  const rec = await h.waitRecord((x, i) => i >= before && x.correlation['x-request-id'] === rid, 8000);
+  undo();
+  return rec;
+}
+
+/** One answer, auto or named: its record. `shadow`: the chat in an 'open' or 'closed' shadow root. */
+export async function autoAnswer({ ui, query, named = false, shadow = null }) {
+  const page = chatPage(shadow);
+  try {
+    return await turn(page, { ui, query, named });
+  } finally {
+    page.done();
+  }
+}
+
+/** Two answers, one after the other, in the same chat container. */
+export async function autoTwice({ ui, query }) {
+  const page = chatPage();
+  try {
+    return [await turn(page, { ui, query }), await turn(page, { ui, query })];
+  } finally {
+    page.done();
+  }
+}
+
+/** Two answers streaming at once, each in its own chat on the page. */
+export async function autoConcurrent({ ui, queries }) {
+  const pages = queries.map(() => chatPage());
+  try {
+    return await Promise.all(queries.map((query, i) => turn(pages[i], { ui, query })));
+  } finally {
+    pages.forEach((p) => p.done());
+  }
+}
