@@ -52,6 +52,9 @@ pub struct Limits {
 const EVICT_MIN_IDLE_MS: u64 = 250;
 /// File descriptors kept free of connections: SQLite's files, stdio, the runtime's own.
 const FD_RESERVE: u64 = 64;
+/// Evicted sockets still closing that the accept loop tolerates before it waits (part of
+/// FD_RESERVE: ~25 descriptors are the collector's own at rest).
+const CLOSING_MAX: usize = 16;
 /// The most hyper buffers per connection (it grows to this only as needed): request headers
 /// must fit (Node's default header limit too; nginx's is 8 KiB a line); bodies stream through
 /// it. 64 KiB cost ~15 MiB more under 1 024 parked bodies (`llm-rum-loadgen --park`).
@@ -152,6 +155,8 @@ pub struct Registry {
     table: Mutex<Table>,
     limits: Limits,
     counters: Arc<Counters>,
+    /// A connection's socket was closed (the accept loop waits on it when too many are closing).
+    closed: Notify,
 }
 
 static EVICT_LOG: Every = Every::new(Duration::from_secs(10));
@@ -167,6 +172,7 @@ impl Registry {
             table: Mutex::default(),
             limits,
             counters,
+            closed: Notify::new(),
         }
     }
 
@@ -181,6 +187,11 @@ impl Registry {
     /// Open connections (those being closed excluded).
     pub fn open(&self) -> usize {
         self.lock().live
+    }
+
+    /// Sockets held: open connections and evicted ones whose task has not yet closed them.
+    fn held(&self) -> usize {
+        self.lock().conns.len()
     }
 
     /// Registers a new connection, making room if at the cap; None: refuse it.
@@ -244,6 +255,7 @@ impl Registry {
         true
     }
 
+    /// The connection's socket is closed: forget it.
     fn remove(&self, id: u64) {
         let mut t = self.lock();
         if let Some(c) = t.conns.remove(&id) {
@@ -251,12 +263,23 @@ impl Registry {
                 t.live -= 1;
             }
         }
+        drop(t);
+        self.closed.notify_one();
     }
 }
 
 /// Accepts connections forever.
 pub async fn serve(listener: TcpListener, router: Router, reg: Arc<Registry>) {
     loop {
+        // An evicted connection's socket is closed by its own task when that next runs; until
+        // then it still holds a descriptor. Accepting faster than they close ran the process
+        // out of descriptors once on a loaded machine (CI: accept_errors 1 with 300 idle
+        // sockets against a 256-file limit, a debug build). So at most CLOSING_MAX sockets
+        // beyond the cap: past that, wait for one to close (new ones wait in the kernel's
+        // backlog meanwhile). The timeout only bounds a missed wake-up.
+        while reg.held() >= reg.limits.max_connections + CLOSING_MAX {
+            let _ = tokio::time::timeout(Duration::from_millis(20), reg.closed.notified()).await;
+        }
         match listener.accept().await {
             Ok((tcp, peer)) => {
                 add(&reg.counters.connections_accepted, 1);
@@ -318,47 +341,49 @@ async fn connection(tcp: TcpStream, id: u64, conn: Arc<Conn>, router: Router, re
     b.header_read_timeout(None)
         .keep_alive(true)
         .max_buf_size(READ_BUF);
-    let http = b.serve_connection(io, svc);
-    tokio::pin!(http);
-    let l = reg.limits;
-    loop {
-        let now = reg.now();
-        let (at, expiry) = conn.deadline(&l, now);
-        let wake = reg.base + Duration::from_millis(at.max(now));
-        tokio::select! {
-            r = http.as_mut() => {
-                if let Err(e) = r {
-                    tracing::debug!(error = %e, %peer, "connection ended with an error");
+    {
+        let http = b.serve_connection(io, svc);
+        tokio::pin!(http);
+        let l = reg.limits;
+        loop {
+            let now = reg.now();
+            let (at, expiry) = conn.deadline(&l, now);
+            let wake = reg.base + Duration::from_millis(at.max(now));
+            tokio::select! {
+                r = http.as_mut() => {
+                    if let Err(e) = r {
+                        tracing::debug!(error = %e, %peer, "connection ended with an error");
+                    }
+                    break;
                 }
-                break;
-            }
-            _ = conn.close.notified() => break, // evicted (counted and logged there)
-            _ = conn.changed.notified() => continue,
-            _ = tokio::time::sleep_until(wake) => {
-                let now = reg.now();
-                let (at, expiry_now) = conn.deadline(&l, now);
-                if expiry_now.is_none() || expiry_now != expiry || at > now {
-                    continue;
-                }
-                match expiry_now {
-                    Some(Expiry::Header) => {
-                        add(&reg.counters.connections_header_timeout, 1);
-                        if let Some(n) = HEADER_LOG.hit() {
-                            tracing::warn!(closed = n, timeout_s = l.header.as_secs_f64(), last_peer = %peer,
-                                "closed connections whose request headers did not arrive in time");
+                _ = conn.close.notified() => break, // evicted (counted and logged there)
+                _ = conn.changed.notified() => continue,
+                _ = tokio::time::sleep_until(wake) => {
+                    let now = reg.now();
+                    let (at, expiry_now) = conn.deadline(&l, now);
+                    if expiry_now.is_none() || expiry_now != expiry || at > now {
+                        continue;
+                    }
+                    match expiry_now {
+                        Some(Expiry::Header) => {
+                            add(&reg.counters.connections_header_timeout, 1);
+                            if let Some(n) = HEADER_LOG.hit() {
+                                tracing::warn!(closed = n, timeout_s = l.header.as_secs_f64(), last_peer = %peer,
+                                    "closed connections whose request headers did not arrive in time");
+                            }
+                        }
+                        _ => {
+                            add(&reg.counters.connections_idle_timeout, 1);
+                            if let Some(n) = IDLE_LOG.hit() {
+                                tracing::info!(closed = n, timeout_s = l.idle.as_secs_f64(), "closed idle keep-alive connections");
+                            }
                         }
                     }
-                    _ => {
-                        add(&reg.counters.connections_idle_timeout, 1);
-                        if let Some(n) = IDLE_LOG.hit() {
-                            tracing::info!(closed = n, timeout_s = l.idle.as_secs_f64(), "closed idle keep-alive connections");
-                        }
-                    }
+                    break;
                 }
-                break;
             }
         }
-    }
+    } // the socket is closed here, before it is forgotten (the accept loop counts it)
     reg.remove(id);
 }
 
