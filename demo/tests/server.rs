@@ -321,14 +321,21 @@ async fn scripted_stream_matches_schedule_and_truth() {
         .collect();
     let client_content: Vec<f64> = client_content.into_iter().take(12).collect();
     assert_eq!(client_content.len(), 12);
+    // The client's reading thread is preempted like the server's timer (CI once read a 12 ms
+    // late wake-up on a saturated machine): the same rule — within TOL_MS but for at most two
+    // gaps, none beyond PREEMPTED_MS. A client gap that is one write's worth off everywhere
+    // (merged or split chunks) still fails.
+    let mut off = Vec::new();
     for i in 1..12 {
         let server_gap = c[i]["t_ms"].as_f64().unwrap() - c[i - 1]["t_ms"].as_f64().unwrap();
         let client_gap = client_content[i] - client_content[i - 1];
-        assert!(
-            (server_gap - client_gap).abs() <= TOL_MS,
-            "gap {i}: server {server_gap} client {client_gap}"
-        );
+        let d = (server_gap - client_gap).abs();
+        assert!(d <= PREEMPTED_MS, "gap {i}: server {server_gap} client {client_gap}");
+        if d > TOL_MS {
+            off.push((i, server_gap, client_gap));
+        }
     }
+    assert!(off.len() <= 2, "client gaps more than {TOL_MS} ms off the server's: {off:?}");
 
     // The answer text round-trips through the SSE events.
     let text: String = String::from_utf8(got)
