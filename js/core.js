@@ -7,6 +7,11 @@
 
 import { warn } from './warn.js';
 import { tabSession } from './ids.js';
+// The glue over the wasm's exports (bundled into dist/index.js by scripts/build.sh): its loader
+// and the `Core` class.
+import loadGlue, { Core as WasmCoreClass, raw } from './wasm/llm_rum.js';
+
+export { raw };
 
 export const VERSION = '0.1.0';
 
@@ -27,25 +32,42 @@ export const VERSION = '0.1.0';
  *   the `onFail` callbacks (observers that would otherwise run on for nothing)
  * @property {(fn: () => void) => void} onFail
  * @property {() => void} stop  turns measurement off without a word (init() failed and says so)
- * @property {number} maxPayload  the largest beacon payload the core builds, in bytes
  */
 
 /**
- * Loads the wasm core and builds it from the options. Resolves to null — after one warning,
- * unless there is no fetch to measure at all — when it cannot load (no WebAssembly, a CSP
- * without 'wasm-unsafe-eval', the file missing): the page then keeps its native APIs.
- * @param {ReturnType<typeof import('./options.js').normalize>[0]} opts
+ * Why this page cannot be measured at all, or '' when it can: there is no fetch to wrap
+ * (null: nothing worth a warning), or it is not a page or a worker (Node, SSR: nothing of a
+ * person's to measure). Asked synchronously by init() before it touches anything.
  * @param {unknown} nativeFetch
- * @returns {Promise<Core | null>}
+ * @returns {string | null}
  */
-export async function loadCore(opts, nativeFetch) {
-  const session = tabSession(opts.sampleRate);
+export function unmeasurable(nativeFetch) {
   if (typeof nativeFetch !== 'function') return null;
-  // Not a page or a worker (Node, SSR): nothing of a person's to measure.
-  if (!globalThis.document && !globalThis.WorkerGlobalScope) return void warn('measurement disabled: not a browser');
+  if (!globalThis.document && !globalThis.WorkerGlobalScope) return 'not a browser';
+  return typeof WebAssembly == 'object' ? '' : 'the wasm core did not load (no WebAssembly)';
+}
+
+/**
+ * Loads the wasm core and builds it from the options into `core` (made by makeCore). Resolves
+ * to false — after one warning — when it cannot load (a CSP without 'wasm-unsafe-eval', the
+ * file missing): the page then keeps its native APIs. Its first step, the wasm's request, is
+ * taken synchronously (issue 14: ready time); init() resolves while the rest goes on.
+ * @param {ReturnType<typeof import('./options.js').normalize>[0]} opts
+ * @param {typeof fetch} nativeFetch
+ * @param {Core} core
+ * @returns {Promise<boolean>}
+ */
+export async function loadCore(opts, nativeFetch, core) {
   try {
-    const wasm = await import('./wasm/llm_rum.js');
-    await wasm.default({ module_or_path: await wasmBytes(opts.wasmUrl, nativeFetch) });
+    // The glue compiles a fetched response as it streams in (instantiateStreaming).
+    const bytes = wasmBytes(opts.wasmUrl, nativeFetch);
+    bytes.catch(() => {}); // awaited below; a failure there is reported once, not as unhandled
+    const src = await bytes;
+    // The tab session reads sessionStorage, whose first read in a page is a synchronous round
+    // trip to the browser process (1–30 ms measured in Chromium on a loaded machine): read
+    // while the wasm's body streams in, in a task of its own, after init() has resolved.
+    const session = tabSession(opts.sampleRate);
+    await loadGlue({ module_or_path: src });
     // One configuration object, read by the core (src/core/config.rs Config::from_json).
     const config = {
       pageOrigin: globalThis.location ? globalThis.location.origin : '',
@@ -60,10 +82,11 @@ export async function loadCore(opts, nativeFetch) {
       budgets: Object.entries(opts.budgets),
       beacon: opts.collector ? { sdk: 'llm-rum/' + VERSION, session: session.id } : null,
     };
-    return fence(new wasm.Core(JSON.stringify(config)));
+    core.attach(new WasmCoreClass(JSON.stringify(config)));
+    return true;
   } catch (e) {
     warn('measurement disabled: the wasm core did not load', e);
-    return null;
+    return false;
   }
 }
 
@@ -74,7 +97,7 @@ export async function loadCore(opts, nativeFetch) {
  * rewrite the URL. Rollup and esbuild leave it as it is, so the file is missing next to the
  * app's bundle (a 404, or an SPA server's HTML page), and an IIFE build has no import.meta.url
  * (the URL throws): then the same bytes come from a base64 copy in a chunk of its own
- * (wasm/inline.js, built by scripts/build.sh), which a page whose file was found never loads.
+ * (inline-wasm.js, built by scripts/build.sh), which a page whose file was found never loads.
  * A fetched response is compiled as it streams in; a compile error (a CSP without
  * 'wasm-unsafe-eval') is not a missing file and fails init() as it is, and so does a `wasmUrl`
  * the app gave that cannot be fetched.
@@ -90,12 +113,19 @@ async function wasmBytes(wasmUrl, nativeFetch) {
   } catch {
     /* no URL, or not fetchable: the inline copy */
   }
-  return (await import('./wasm/inline.js')).default;
+  return (await import('./inline-wasm.js')).default;
 }
 
-/** @param {WasmCore} wasm  @returns {Core} */
-function fence(wasm) {
-  let live = wasm;
+/**
+ * The fence around the core, made by init() before the wasm is in: until `attach`, every
+ * `fenced` call gets its `otherwise` (the wrappers hand the app's objects on untouched) while
+ * `live()` already says true — measurement is on its way; the requests made meanwhile are
+ * measured once it is in (capture/early.js, capture/eventsource.js).
+ * @returns {Core & { attach: (wasm: WasmCore) => void }}
+ */
+export function makeCore() {
+  let live = null;
+  let on = true; // false once failed or stopped
   const failed = [];
   const core = {
     fenced(fn, otherwise) {
@@ -107,10 +137,14 @@ function fence(wasm) {
         return otherwise;
       }
     },
-    live: () => live !== null,
+    live: () => on,
+    attach(wasm) {
+      if (on) live = wasm;
+    },
     fail(e) {
       if (!live) return;
       live = null;
+      on = false;
       warn('measurement disabled after an internal error; requests are unaffected', e);
       for (const f of failed.splice(0)) {
         try {
@@ -123,8 +157,8 @@ function fence(wasm) {
     onFail: (f) => void failed.push(f),
     stop() {
       live = null;
+      on = false;
     },
-    maxPayload: wasm.max_payload,
   };
   return core;
 }

@@ -49,7 +49,9 @@ export interface RumOptions {
    * An element or a selector (resolved when each request starts): the messages container —
    * text growth inside it after a measured stream started is that stream's answer (the newest
    * stream owns it; non-stream requests never do). `false` (or `null`): no paint metrics unless
-   * `rum.observe(el)` names an answer element, which wins over both.
+   * `rum.observe(el)` names an answer element, which wins over both. Paint observation is a
+   * chunk of its own (2.4 KB brotli): init() loads it unless this is `false`/`null`, in which
+   * case the first `rum.observe(el)` does.
    */
   observe?: Element | string | 'auto' | false | null;
   /**
@@ -400,9 +402,10 @@ export interface Rum {
   /** Instrumented fetch: pass to clients that take one (new OpenAI({ fetch: rum.fetch })). */
   fetch: typeof fetch;
   /**
-   * Instrumented EventSource class (a subclass of the native one; the native one when the
-   * core did not load). Messages are measured on `onmessage` and on the named event types the
-   * app subscribes to with `addEventListener`, plus `event: trace` messages.
+   * Instrumented EventSource class (a subclass of the native one, from init() on; when the
+   * core does not load it measures nothing and `window.EventSource` is the native class
+   * again). Messages are measured on `onmessage` and on the named event types the app
+   * subscribes to with `addEventListener`, plus `event: trace` messages.
    */
   EventSource: typeof EventSource;
   /**
@@ -424,13 +427,26 @@ export interface Rum {
   /** Restores globals, flushes, removes listeners. */
   shutdown(): Promise<void>;
   /**
+   * Resolves when the wasm core is in (true), or failed to load (false: the globals are the
+   * native ones again, `active` is false). init() resolves before it: fetch and EventSource are
+   * wrapped at once, and what the app does meanwhile is measured once the core is in, from the
+   * moment the app did it — a fetch's response waits for the core at most 1 s (then it goes
+   * to the app unmeasured), it carries no traceparent of ours; an EventSource keeps its events;
+   * observe() and mark() apply.
+   */
+  readonly ready: Promise<boolean>;
+  /**
    * False in the degraded mode: the core did not load (no WebAssembly, a CSP without
    * 'wasm-unsafe-eval', not a browser) or an internal error turned measurement off. The app's
-   * requests work either way; `rum.fetch` is then the native fetch.
+   * requests work either way; `rum.fetch` then hands on to the native fetch. True while the
+   * core is on its way (see `ready`).
    */
   readonly active: boolean;
 }
 
-/** Starts llm-rum. Never rejects; on failure `fetch` is the native one. */
+/**
+ * Starts llm-rum. Never rejects; on failure `fetch` is the native one. Resolves at once, before
+ * the wasm core is in (`rum.ready`): measurement is on from then.
+ */
 export function init(options?: RumOptions): Promise<Rum>;
 export const VERSION: string;

@@ -1,24 +1,28 @@
 // llm-rum: the facade users import. Importing this module touches nothing global (safe under
-// SSR / Node); init() loads the wasm core and, with patchGlobals, wraps window.fetch and
-// window.EventSource. If anything fails, the app keeps its native APIs and sees at most one
-// console.warn. init() reads top to bottom:
+// SSR / Node). init() patches window.fetch and window.EventSource (with patchGlobals) and
+// resolves at once: measurement is on from that moment, while the wasm core downloads and
+// compiles (issue 14: ready time); the requests made meanwhile are measured once it is in
+// (capture/early.js, capture/eventsource.js), and `rum.ready` says when that is. If anything
+// fails, the app keeps its native APIs and sees at most one console.warn. init() reads top to
+// bottom:
 //   options.js   the options, checked (bad ones reported and replaced by their defaults)
-//   core.js      the wasm core, built from them; every call into it fenced
+//   core.js      the wasm core, requested first; every call into it fenced
+//   capture/     early.js and eventsource.js (the requests made before the core is in)
+//   lifecycle.js page hide/show and the user's actions
+// then, once the core is in (setup):
 //   deliver/     finished records → onRecord (and beforeSend), the beacon transport (otlp.js
 //                on demand)
-//   capture/     paint.js (what the person saw), fetch.js and eventsource.js (the wrappers)
-//   lifecycle.js page hide/show and the user's actions
-// and then patches the globals and returns the Rum.
+//   capture/     paint.js (what the person saw), fetch.js (the wrapper)
 
 import { normalize, base, templateOf } from './options.js';
-import { loadCore, VERSION } from './core.js';
+import { makeCore, loadCore, unmeasurable, raw, VERSION } from './core.js';
 import { warn, warnerOnce } from './warn.js';
 import { randomBytes } from './ids.js';
-import { startTransport } from './deliver/transport.js';
 import { makeDeliver } from './deliver/records.js';
-import { makePaint } from './capture/paint.js';
+import { paintOnDemand, ownUrl } from './capture/paint-on-demand.js';
 import { makeMatcher } from './capture/match.js';
-import { makeFetch } from './capture/fetch.js';
+import { makeFetch, measureSent } from './capture/fetch.js';
+import { earlyFetch } from './capture/early.js';
 import { makeEventSource } from './capture/eventsource.js';
 import { startLifecycle } from './lifecycle.js';
 
@@ -26,19 +30,15 @@ export { VERSION };
 
 /**
  * Starts llm-rum. Never rejects: on any failure the returned object's `fetch` is the native
- * fetch and nothing is patched.
+ * fetch and nothing is patched (a core that fails to load later puts the globals back).
  * @param {import('./index').RumOptions} [options]
  * @returns {Promise<import('./index').Rum>}
  */
 export async function init(options) {
   const g = globalThis;
   const native = { fetch: g.fetch, EventSource: g.EventSource };
-  const undo = []; // what start() has set up so far, taken down again if it fails
-  try {
-    return await start(options, native, undo);
-  } catch (e) {
-    // Anything unforeseen (an options object whose getters throw, a frozen global, …): the
-    // page keeps its own fetch and EventSource, and hears of it once.
+  const undo = []; // what has been set up so far, taken down again if it fails
+  const down = () => {
     for (const f of undo.splice(0).reverse()) {
       try {
         f();
@@ -46,32 +46,155 @@ export async function init(options) {
         /* best effort */
       }
     }
+  };
+  try {
+    return start(options, native, undo, down);
+  } catch (e) {
+    // Anything unforeseen (an options object whose getters throw, a frozen global, …): the
+    // page keeps its own fetch and EventSource, and hears of it once.
+    down();
     warn('measurement disabled: init failed; requests are unaffected', e);
     return inert(native);
   }
 }
 
-async function start(options, native, undo) {
+function start(options, native, undo, down) {
   const g = globalThis;
   // Options: bad ones are reported once and replaced by their defaults.
   const [opts, problems] = normalize(options);
   for (const p of problems) warn('ignoring bad option ' + p);
+  const why = unmeasurable(native.fetch);
+  if (why !== '') {
+    if (why) warn('measurement disabled: ' + why);
+    return inert(native);
+  }
   const warnOnce = warnerOnce();
-
-  // The core: without it the page keeps its native APIs.
-  const core = await loadCore(opts, native.fetch);
-  if (!core) return inert(native);
+  let stopped = false; // init() failed or shutdown() was called
+  undo.push(() => (stopped = true));
+  // The core first: its wasm is the longest wait (issue 14: ready time), requested before
+  // anything else is done.
+  const core = makeCore();
   undo.push(core.stop);
+  const loading = loadCore(opts, native.fetch, core);
+  // The beacon transport is a chunk of its own, loaded only with a collector. Paint
+  // observation likewise unless `observe: false` (auto mode, the default, must watch from the
+  // first measured stream's first frame); with false, on the first rum.observe(). Both load
+  // while the wasm does; the responses of early requests wait for them too.
+  const chunks = {
+    sender: opts.collector ? chunk(import('./deliver/transport.js')) : null,
+    painter: opts.observe ? chunk(import('./capture/paint.js')) : null,
+  };
 
-  // The modules: where records go, what the person saw, the page's life, the two wrappers.
-  const transport = opts.collector ? await startTransport(core, opts, native.fetch) : null;
+  // What the app does before the core is in, done once it is (or let go when it failed) in
+  // the order the app did it: fetch (its response held until then, at most a moment:
+  // capture/early.js), EventSource (its events kept until then: capture/eventsource.js),
+  // rum.observe(), rum.mark().
+  /** @type {import('./capture/early.js').Deferred[]} */
+  const deferred = [];
+  const defer = (f) => void deferred.push(f);
+  const replay = (measure) => {
+    for (const f of deferred.splice(0)) {
+      try {
+        f(measure);
+      } catch (e) {
+        core.fail(e);
+      }
+    }
+  };
+  const early = earlyFetch(native.fetch, defer);
+  // EventSource measurement is a chunk loaded by the first EventSource — or now, with a
+  // traceparent query parameter to add (it must be in before the native constructor runs).
+  const esChunk = opts.traceparentQueryParam ? chunk(import('./capture/es-measure.js')) : null;
+  const es = makeEventSource(native.EventSource, opts.traceparentQueryParam, warnOnce, () => esChunk || import('./capture/es-measure.js'), defer);
+  undo.push(() => {
+    early.ready(native.fetch);
+    es.attach(null);
+    replay(null);
+  });
+  const life = startLifecycle(core);
+  undo.push(life.stop);
+  let api = null; // the started SDK, once setup() finished
+
+  // The globals last (everything above that can fail has), put back only while still ours.
+  const ours = { fetch: early.fetch, EventSource: es.Class };
+  const patched = opts.patchGlobals ? Object.keys(ours).filter((k) => ours[k] !== native[k]) : [];
+  const unpatch = () => patched.splice(0).forEach((k) => g[k] === ours[k] && (g[k] = native[k]));
+  undo.push(unpatch);
+  for (const k of patched) g[k] = ours[k];
+
+  const ready = loading
+    .then((ok) => (ok && !stopped ? setup(opts, native, core, chunks, early, es, life, warnOnce, ours, undo) : null))
+    .then(
+      (started) => {
+        if (!started) {
+          down();
+          return false;
+        }
+        api = started.api;
+        replay(started.measure);
+        return true;
+      },
+      (e) => {
+        down();
+        warn('measurement disabled: init failed; requests are unaffected', e);
+        return false;
+      },
+    );
+
+  // The api.
+  return {
+    // Bound to the early wrapper for good: it hands on to the measuring one once the core is
+    // in (or to the native fetch), so a client given `rum.fetch` now keeps what it was given.
+    fetch: early.fetch,
+    EventSource: es.Class,
+    observe(el) {
+      if (api) return api.observe(el);
+      let undoIt = null;
+      let cancelled = false;
+      defer((measure) => measure && !cancelled && (undoIt = api.observe(el)));
+      return () => {
+        cancelled = true;
+        if (undoIt) undoIt();
+      };
+    },
+    mark(name) {
+      if (api) return api.mark(name);
+      // The current request is one made before the core was in (if any): marked once it is
+      // measured, at the time of this call.
+      const t = performance.now();
+      defer((measure) => measure && api.mark(name, t));
+      return early.pending() > 0;
+    },
+    markInteraction: life.markInteraction,
+    flush: () => ready.then(() => api && api.flush()),
+    async shutdown() {
+      stopped = true;
+      unpatch();
+      await ready;
+      if (api) await api.shutdown();
+    },
+    ready,
+    get active() {
+      return core.live();
+    },
+  };
+}
+
+/**
+ * The SDK proper, once the core is in: the modules, the measuring fetch, and the requests made
+ * before, measured. Returns the methods the Rum hands on to.
+ */
+async function setup(opts, native, core, { sender, painter }, early, es, life, warnOnce, ours, undo) {
+  const g = globalThis;
+  const route = (url) => templateOf(opts.urlTemplates, url);
+  const transport = sender ? await (await sender).startTransport(core, opts, native.fetch, { warn, base, route, raw, warnOnce }) : null;
   if (transport) undo.push(transport.stop);
   const deliver = makeDeliver(core, opts, transport, warnOnce);
-  const paint = makePaint(core, opts, warnOnce, deliver);
+  const paint = paintOnDemand(() => painter || import('./capture/paint.js'), core, [core, opts, warnOnce, deliver, ownUrl()], warnOnce);
+  if (painter) await paint.load();
   core.onFail(paint.stop); // its observers would otherwise run on for nothing
   undo.push(paint.stop);
-  const life = startLifecycle(core, deliver, transport);
-  undo.push(life.stop);
+  life.attach(deliver, transport);
   /** @type {import('./capture/requests.js').Capture} */
   const cap = {
     core,
@@ -79,7 +202,8 @@ async function start(options, native, undo) {
     match: makeMatcher(opts, warnOnce),
     random: randomBytes,
     interaction: life.interaction,
-    route: (url) => templateOf(opts.urlTemplates, url),
+    route,
+    hold: paint.hold,
     began: paint.began,
     confirmed: paint.confirmed,
     settled(h, done) {
@@ -88,29 +212,24 @@ async function start(options, native, undo) {
     },
   };
   const rumFetch = makeFetch(cap, native.fetch);
-  const rumES = makeEventSource(cap, native.EventSource, opts.traceparentQueryParam, warnOnce);
-
-  // The globals last, and put back only while they are still ours.
-  const ours = { fetch: rumFetch, EventSource: rumES };
-  const patched = opts.patchGlobals ? Object.keys(ours).filter((k) => ours[k] !== native[k]) : [];
-  const unpatch = () => patched.splice(0).forEach((k) => g[k] === ours[k] && (g[k] = native[k]));
-  undo.push(unpatch);
-  for (const k of patched) g[k] = ours[k];
+  // fetch takes over from the early wrapper (the global too, unless the app wrapped it
+  // meanwhile: then the early wrapper hands on to ours); what was done meanwhile is measured
+  // by the caller (replay).
+  if (opts.patchGlobals && g.fetch === ours.fetch) {
+    g.fetch = rumFetch;
+    ours.fetch = rumFetch; // what shutdown() puts back
+  }
+  early.ready(rumFetch);
+  await es.attach(cap);
   const flush = () => {
     paint.settle(); // a record waiting for auto mode to find its answer goes now
     return transport ? transport.flush() : Promise.resolve();
   };
-
-  // The api.
-  return {
-    fetch: rumFetch,
-    EventSource: rumES,
+  const api = {
     observe: (el) => core.fenced(() => paint.observe(el), () => {}),
-    mark: (name) => !!core.fenced((c) => c.mark(String(name), performance.now()), false),
-    markInteraction: life.markInteraction,
+    mark: (name, t = performance.now()) => !!core.fenced((c) => c.mark(String(name), t), false),
     flush,
     async shutdown() {
-      unpatch();
       life.stop();
       try {
         paint.stop();
@@ -120,10 +239,19 @@ async function start(options, native, undo) {
         core.fail(e);
       }
     },
-    get active() {
-      return core.live();
-    },
   };
+  // What was sent meanwhile is measured with this (the deferred calls, index.js start).
+  return { api, measure: (input, init, t, sent) => measureSent(cap, input, init, t, sent) };
+}
+
+/**
+ * A chunk's import whose failure waits until it is awaited (init() then fails as a whole, and
+ * the page keeps its native APIs) rather than surfacing as an unhandled rejection.
+ * @template T @param {Promise<T>} p @returns {Promise<T>}
+ */
+function chunk(p) {
+  p.catch(() => {});
+  return p;
 }
 
 /** The Rum of an SDK that did not start: the native APIs, and methods that do nothing. */
@@ -138,6 +266,7 @@ function inert(native) {
     markInteraction() {},
     flush: () => Promise.resolve(),
     shutdown: () => Promise.resolve(),
+    ready: Promise.resolve(false),
     active: false,
   };
 }

@@ -10,6 +10,9 @@ import { FLUSH_HIDDEN, FLUSH_PAGEHIDE } from './codes.js';
  *   INTERACTION_WINDOW_MS before a request that starts at `t` (a time handed in for later is
  *   not one), or -1
  * @property {(t?: number) => void} markInteraction  rum.markInteraction
+ * @property {(deliver: () => void, transport: import('./deliver/transport.js').Transport | null) => void} attach
+ *   where a hidden page's records go, once the core is in (started before it by init(), so
+ *   that a user action just before the first request is seen)
  * @property {() => void} stop  removes the listeners
  */
 
@@ -18,12 +21,12 @@ const INTERACTION_WINDOW_MS = 1000;
 
 /**
  * @param {import('./core.js').Core} core
- * @param {() => void} deliver  hands finished records on (deliver/records.js)
- * @param {import('./deliver/transport.js').Transport | null} transport
  * @returns {Lifecycle}
  */
-export function startLifecycle(core, deliver, transport) {
+export function startLifecycle(core) {
   const g = globalThis;
+  let deliver = () => {}; // hands finished records on (deliver/records.js), once attached
+  let transport = null;
   let last = -1; // the latest user action (performance.now() ms)
   const off = [];
   const listen = (target, type, fn, opt) => {
@@ -55,6 +58,10 @@ export function startLifecycle(core, deliver, transport) {
     for (const type of ['click', 'keydown', 'submit']) listen(g, type, act, { capture: true, passive: true });
   }
   return {
+    attach(d, tr) {
+      deliver = d;
+      transport = tr;
+    },
     interaction(t) {
       const d = t - last;
       return last >= 0 && d >= 0 && d <= INTERACTION_WINDOW_MS ? last : -1;

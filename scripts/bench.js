@@ -1,11 +1,24 @@
-// Benchmarks (figures, not pass/fail): per-chunk main-thread cost of the wrapper and memory
-// after a very long stream. Runs in the system Chromium against pages served by the scripted
-// server. Ratios are measured within one run (this machine is shared and noisy).
+// Benchmarks (figures, not pass/fail), in the system Chromium against the scripted server
+// (demo/). Ratios are measured within one run (this machine is shared and noisy).
 //
-//   node scripts/bench.js [--chunks 100000] [--long 1000000]
+// 1. Side by side (issue 14): llm-rum against bare fetch and OpenTelemetry web
+//    (@opentelemetry/instrumentation-fetch + the OTLP/HTTP exporter, pinned in package.json,
+//    bundled and minified with esbuild like dist/index.js) in the same page, interleaved:
+//    shipped size, import → ready on fresh loads, main-thread CPU added per chunk of a
+//    100 000-chunk stream from the server, first-token delay to the app.
+// 2. Where llm-rum's per-chunk time goes (in-page stream, no network), memory after a very long
+//    stream, and the paint observer's cost per DOM mutation.
+//
+//   node scripts/bench.js [--chunks 100000] [--long 1000000] [--loads 10] [--firsts 40]
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { CHROMIUM_ARGS } from '../playwright.config.js';
 import { startServer } from '../tests/e2e/server.js';
+import { measure } from './size.js';
 
 const arg = (name, dflt) => {
   const i = process.argv.indexOf('--' + name);
@@ -13,16 +26,203 @@ const arg = (name, dflt) => {
 };
 const CHUNKS = arg('chunks', 100_000);
 const LONG = arg('long', 1_000_000);
+const LOADS = arg('loads', 10);
+const FIRSTS = arg('firsts', 40);
 const ROUNDS = 5;
 
-const server = await startServer({ listeners: 1 });
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+// The peer, bundled the way a page would ship it.
+const benchDir = path.join(root, 'target/bench');
+fs.mkdirSync(benchDir, { recursive: true });
+execFileSync(path.join(root, 'node_modules/.bin/esbuild'), [
+  path.join(root, 'scripts/bench/otel.js'), '--bundle', '--format=esm', '--minify',
+  '--outfile=' + path.join(benchDir, 'otel.js'), '--log-level=warning',
+]);
+const brotli = (f) => zlib.brotliCompressSync(fs.readFileSync(f), { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length;
+const kb = (b) => (b / 1024).toFixed(1) + ' KB';
+const median = (a) => [...a].sort((x, y) => x - y)[a.length >> 1];
+/** Interleaving: round `r` starts with a different variant, so none always goes first. */
+const rotate = (a, r) => a.map((_, i) => a[(i + r + a.length) % a.length]);
+
+const server = await startServer({ listeners: 1, extraArgs: ['--static', `/bench=${benchDir}`, '--static', `/glue=${path.join(root, 'js/wasm')}`] });
 const browser = await chromium.launch({
   executablePath: '/usr/bin/chromium',
   args: [...CHROMIUM_ARGS, '--enable-precise-memory-info', '--js-flags=--expose-gc'],
 });
+const origin = server.origins[0];
 try {
+  await sideBySide();
+  await breakdown();
+} finally {
+  await browser.close();
+  await server.stop();
+}
+
+async function sideBySide() {
+  const VARIANTS = ['bare', 'llm-rum', 'otel'];
+  // Import → ready: a fresh context per load (empty HTTP cache, no code cache), interleaved.
+  // For llm-rum also import → `rum.ready` (the wasm core in): init() resolves before that,
+  // with fetch and EventSource already measured (what the app made meanwhile is measured once
+  // the core is in), so both are printed.
+  // The floor, in the bare column: a module of dist/index.js's size that does nothing (its body
+  // a string literal), through the same server: the browser's own share of a fresh load (the
+  // first request in a new context, the module's fetch and evaluation), which no SDK can go
+  // under. `started`: from the import's resolution to init() resolving / start() returning.
+  const floorJs = 'export const s = ' + JSON.stringify('x'.repeat(fs.statSync(path.join(root, 'dist/index.js')).size - 40)) + ';\n';
+  fs.writeFileSync(path.join(benchDir, 'floor.js'), floorJs);
+  const ready = { bare: [], 'llm-rum': [], otel: [] };
+  const started = { 'llm-rum': [], otel: [] };
+  const coreIn = [];
+  for (let i = 0; i < LOADS; i++) {
+    for (const v of rotate(Object.keys(ready), i)) {
+      const ctx = await browser.newContext();
+      const page = await ctx.newPage();
+      await page.goto(origin + '/__health');
+      const [ms, initMs, inMs] = await page.evaluate(async (v) => {
+        const t0 = performance.now();
+        if (v === 'llm-rum') {
+          const m = await import('/dist/index.js');
+          const t = performance.now();
+          const rum = await m.init();
+          const t1 = performance.now();
+          if (!(await rum.ready)) throw new Error('llm-rum did not start');
+          return [t1 - t0, t1 - t, performance.now() - t0];
+        }
+        if (v === 'bare') {
+          await import('/bench/floor.js');
+          return [performance.now() - t0, null, null];
+        }
+        const m = await import('/bench/otel.js');
+        const t = performance.now();
+        m.start({ collector: '/otel-sink/v1/traces' });
+        const t1 = performance.now();
+        return [t1 - t0, t1 - t, null];
+      }, v);
+      ready[v].push(ms);
+      if (initMs !== null) started[v].push(initMs);
+      if (inMs !== null) coreIn.push(inMs);
+      await ctx.close();
+    }
+  }
+
+  // One page with all three fetches: the native one, llm-rum's (not patched into the global),
+  // and the global fetch as OpenTelemetry's instrumentation patched it. Per-chunk CPU is
+  // measured on a replay: the server's 100 000-event stream is fetched once and cut where the
+  // server wrote (one event per write), then served to all three from an in-page byte stream,
+  // one chunk per pull — over loopback the browser would merge writes into far fewer reads,
+  // differently for each variant, and network waits would hide the CPU. So each drain is pure
+  // main-thread work: the stream machinery, the wrapper, the measurement.
   const page = await browser.newPage();
-  await page.goto(server.origins[0] + '/blank.html');
+  await page.goto(origin + '/blank.html');
+  await page.waitForFunction(() => window.llmRum);
+  const events = await page.evaluate(async (url) => {
+    const body = new Uint8Array(await (await window.__native(url)).arrayBuffer());
+    const chunks = [];
+    for (let i = 0, at = 0; i + 1 < body.length; i++) {
+      if (body[i] === 10 && body[i + 1] === 10) {
+        chunks.push(body.subarray(at, i + 2));
+        at = i + 2;
+      }
+    }
+    window.__replay = chunks;
+    let n = 0;
+    // The in-page "network": a byte stream like a real fetch body, one server write per pull.
+    const replay = () => new ReadableStream({
+      type: 'bytes',
+      pull(c) {
+        if (n < chunks.length) c.enqueue(chunks[n++].slice());
+        else c.close();
+      },
+    });
+    globalThis.fetch = async (input) => {
+      if (String(input instanceof Request ? input.url : input).includes('/replay')) {
+        n = 0;
+        return new Response(replay(), { headers: { 'content-type': 'text/event-stream' } });
+      }
+      return window.__native(input);
+    };
+    const stream = globalThis.fetch;
+    const rum = await window.llmRum.init({ patchGlobals: false });
+    await rum.ready; // the steady state: the core in
+    (await import('/bench/otel.js')).start({ collector: '/otel-sink/v1/traces' });
+    window.__variants = { bare: stream, 'llm-rum': rum.fetch, otel: globalThis.fetch };
+    window.__drain = async (v) => {
+      const t0 = performance.now();
+      const r = (await window.__variants[v]('/v1/chat/replay')).body.getReader();
+      let reads = 0;
+      while (!(await r.read()).done) reads++;
+      if (reads !== chunks.length) throw new Error(v + ': chunks lost');
+      return performance.now() - t0;
+    };
+    return chunks.length;
+  }, `/v1/stream?model=instant&tokens=${CHUNKS}`);
+  const cpu = { bare: [], 'llm-rum': [], otel: [] };
+  for (let r = -1; r < ROUNDS; r++) {
+    for (const v of rotate(VARIANTS, r)) {
+      const ms = await page.evaluate((v) => window.__drain(v), v);
+      if (r >= 0) cpu[v].push((ms * 1000) / events);
+    }
+  }
+  // The native fetch again for the network runs below.
+  await page.evaluate(() => {
+    const own = (f) => (...a) => f.apply(globalThis, a);
+    globalThis.fetch = window.__native;
+    return window.llmRum.init({ patchGlobals: false }).then(async (rum) => {
+      await rum.ready;
+      const { start } = await import('/bench/otel.js');
+      start({ collector: '/otel-sink/v1/traces' });
+      window.__variants = { bare: own(window.__native), 'llm-rum': rum.fetch, otel: own(globalThis.fetch) };
+    });
+  });
+
+  // First token: fetch() called → the first chunk carrying answer text in the app's hands
+  // (after the role-only chunk), a 3-token answer with a 20 ms prefill; interleaved, p50.
+  const firstUrl = '/v1/stream?model=instant&tokens=3&prefill_ms=20';
+  const first = { bare: [], 'llm-rum': [], otel: [] };
+  for (let r = -1; r < FIRSTS; r++) {
+    for (const v of rotate(VARIANTS, r)) {
+      const ms = await page.evaluate(
+        async ([v, u]) => {
+          const t0 = performance.now();
+          const rd = (await window.__variants[v](u)).body.getReader();
+          const dec = new TextDecoder();
+          let t = null;
+          for (;;) {
+            const { done, value } = await rd.read();
+            if (done) break;
+            if (t === null && /"content":"[^"]/.test(dec.decode(value))) t = performance.now() - t0;
+          }
+          return t;
+        },
+        [v, firstUrl],
+      );
+      if (r >= 0) first[v].push(ms);
+    }
+  }
+  await page.close();
+
+  const size = measure(path.join(root, 'dist')).total.brotli;
+  const otelSize = brotli(path.join(benchDir, 'otel.js'));
+  const perChunk = Object.fromEntries(VARIANTS.map((v) => [v, median(cpu[v])]));
+  const firstP50 = Object.fromEntries(VARIANTS.map((v) => [v, median(first[v])]));
+  const row = (label, a, b, c) => console.log(`  ${label.padEnd(44)}${String(a).padStart(12)}${String(b).padStart(12)}${String(c).padStart(22)}`);
+  console.log(`side by side, same page run, interleaved (Chromium ${browser.version()}):`);
+  row('', 'bare fetch', 'llm-rum', 'OpenTelemetry fetch');
+  row('always-loaded, brotli', '–', kb(size), kb(otelSize));
+  row(`import → init() resolved, median of ${LOADS} fresh loads`, median(ready.bare).toFixed(1) + ' ms', median(ready['llm-rum']).toFixed(1) + ' ms', median(ready.otel).toFixed(1) + ' ms');
+  row('  added over the floor (bare: a no-op module)', '–', '+' + (median(ready['llm-rum']) - median(ready.bare)).toFixed(1) + ' ms', '+' + (median(ready.otel) - median(ready.bare)).toFixed(1) + ' ms');
+  row('  of which init() / start() itself', '–', median(started['llm-rum']).toFixed(1) + ' ms', median(started.otel).toFixed(1) + ' ms');
+  row('  import → wasm core in (rum.ready)', '–', median(coreIn).toFixed(1) + ' ms', '–');
+  row(`main-thread CPU per chunk (${events} server writes)`, perChunk.bare.toFixed(2) + ' µs', perChunk['llm-rum'].toFixed(2) + ' µs', perChunk.otel.toFixed(2) + ' µs');
+  row('  added over bare fetch', '–', '+' + (perChunk['llm-rum'] - perChunk.bare).toFixed(2) + ' µs', '+' + (perChunk.otel - perChunk.bare).toFixed(2) + ' µs');
+  row(`first token to the app, p50 of ${FIRSTS}`, firstP50.bare.toFixed(2) + ' ms', firstP50['llm-rum'].toFixed(2) + ' ms', firstP50.otel.toFixed(2) + ' ms');
+  row('  added over bare fetch', '–', '+' + (firstP50['llm-rum'] - firstP50.bare).toFixed(2) + ' ms', '+' + (firstP50.otel - firstP50.bare).toFixed(2) + ' ms');
+  console.log("  (import → init(), bare: importing a no-op module of index.js's size, the browser's floor)");
+}
+
+async function breakdown() {
+  const page = await browser.newPage();
+  await page.goto(origin + '/blank.html');
   await page.waitForFunction(() => window.llmRum);
   const result = await page.evaluate(
     async ({ CHUNKS, LONG, ROUNDS }) => {
@@ -48,6 +248,7 @@ try {
       const fake = globalThis.fetch;
       const records = [];
       const rum = await window.llmRum.init({ patchGlobals: false, onRecord: (r) => records.push(r) });
+      await rum.ready;
       const drain = async (res) => {
         const r = res.body.getReader();
         let count = 0;
@@ -57,8 +258,10 @@ try {
           count++;
         }
       };
-      // The same re-streaming the wrapper does (a pull-based byte stream over the body's
-      // reader) without any measurement: the share of the cost that is stream machinery.
+      // Without any measurement, the two ways a wrapper can hand the body on: re-streaming (a
+      // pull-based byte stream over the body's reader, what the wrapper's stream does for
+      // pipes, BYOB and the rest), and a hooked read() that reads the body's reader directly
+      // (the wrapper's path for default readers): the share of the cost that is stream machinery.
       const passThrough = async (u) => {
         const src = (await fake(u)).body.getReader();
         let ctl;
@@ -68,6 +271,17 @@ try {
           pull: () => src.read().then(({ done, value }) => (done ? ctl.close() : ctl.enqueue(value))),
           cancel: (r) => src.cancel(r),
         }));
+      };
+      const readHook = async (u) => {
+        const src = (await fake(u)).body.getReader();
+        const body = new ReadableStream({ pull: () => {}, cancel: (r) => src.cancel(r) }, { highWaterMark: 0 });
+        const getReader = body.getReader;
+        body.getReader = function () {
+          const r = getReader.call(this);
+          r.read = () => src.read().then((x) => x);
+          return r;
+        };
+        return { body };
       };
       const time = async (f) => {
         const t0 = performance.now();
@@ -80,17 +294,22 @@ try {
       // measured stream nobody names also keeps the answer's text tail and arms the document
       // observer; the difference is auto mode's share of the per-chunk cost.
       const off = await window.llmRum.init({ patchGlobals: false, observe: false });
-      const native = [], wrapped = [], piped = [], wrappedOff = [];
+      await off.ready;
+      const native = [], wrapped = [], piped = [], hooked = [], wrappedOff = [];
       await time(fake); await time(rum.fetch); await time(off.fetch); // warm up (JIT, wasm tier-up)
+      // Interleaved, and each round starts with a different variant, so none always runs right
+      // after another (GC debt and JIT state then fall on all of them alike).
+      const runs = [[native, fake], [piped, passThrough], [hooked, readHook], [wrapped, rum.fetch], [wrappedOff, off.fetch]];
       for (let r = 0; r < ROUNDS; r++) {
-        native.push(await time(fake));
-        piped.push(await time(passThrough));
-        wrapped.push(await time(rum.fetch));
-        wrappedOff.push(await time(off.fetch));
+        for (let i = 0; i < runs.length; i++) {
+          const [out, f] = runs[(i + r) % runs.length];
+          out.push(await time(f));
+        }
       }
       await off.shutdown();
-      const glue = await import('/dist/wasm/llm_rum.js');
-      const wasm = await glue.default();
+      // The glue on its own (scripts/build.sh bundles it into dist/index.js).
+      const glue = await import('/glue/llm_rum.js');
+      const wasm = await glue.default({ module_or_path: await window.__native('/dist/wasm/llm_rum_bg.wasm') });
       // The core alone (no stream machinery): one 174-byte OpenAI chunk per call.
       const ev = new TextEncoder().encode('data: {"id":"chatcmpl-123","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o","choices":[{"index":0,"delta":{"content":" token"},"finish_reason":null}]}\n\n');
       const core = new glue.Core(JSON.stringify({ pageOrigin: location.origin }));
@@ -152,6 +371,7 @@ try {
       globalThis.fetch = async () =>
         new Response(new ReadableStream({ start: (c) => { hold = c; c.enqueue(event.slice()); } }), { headers: { 'content-type': 'text/event-stream' } });
       const prum = await window.llmRum.init({ patchGlobals: false });
+      await prum.ready;
       const plain = [], observed = [];
       for (let r = 0; r < ROUNDS; r++) {
         const a = document.body.appendChild(document.createElement('div'));
@@ -190,6 +410,7 @@ try {
         return t;
       };
       const arum = await window.llmRum.init({ patchGlobals: false });
+      await arum.ready;
       const idle = [], armed = [];
       let frameWork = 0;
       const rafOrig = window.requestAnimationFrame;
@@ -210,7 +431,7 @@ try {
       return {
         autoIdle: median(idle), autoArmed: median(armed), autoFrames: frameWork / ROUNDS, AUTO_MUT: 60 * 167,
         mutPlain: median(plain), mutObserved: median(observed), MUT,
-        native: median(native), piped: median(piped), wrapped: median(wrapped), wrappedOff: median(wrappedOff), core: median(coreRuns), paint: median(paintRuns) / 20000,
+        native: median(native), piped: median(piped), hooked: median(hooked), wrapped: median(wrapped), wrappedOff: median(wrappedOff), core: median(coreRuns), paint: median(paintRuns) / 20000,
         heap0, heap1, mem0, mem1, longMs, lastChunks: last.chunks, lastTokens: last.outputTokens,
       };
     },
@@ -219,10 +440,11 @@ try {
   const us = (ms) => ((ms * 1000) / CHUNKS).toFixed(3);
   console.log(`per-chunk cost, ${CHUNKS} SSE chunks consumed in-page, median of ${ROUNDS} rounds:`);
   console.log(`  native stream          ${result.native.toFixed(1)} ms  (${us(result.native)} µs/chunk)`);
-  console.log(`  bare re-stream        ${result.piped.toFixed(1)} ms  (${us(result.piped)} µs/chunk)`);
+  console.log(`  bare re-stream         ${result.piped.toFixed(1)} ms  (${us(result.piped)} µs/chunk: a pull-based byte stream, no measurement)`);
+  console.log(`  bare read() hook       ${result.hooked.toFixed(1)} ms  (${us(result.hooked)} µs/chunk: the body's reader read directly, no measurement)`);
   console.log(`  llm-rum wrapped fetch  ${result.wrapped.toFixed(1)} ms  (${us(result.wrapped)} µs/chunk)`);
   console.log(`  added by llm-rum       ${us(result.wrapped - result.native)} µs/chunk (ratio ${(result.wrapped / result.native).toFixed(2)}x)`);
-  console.log(`  of which measurement   ${us(result.wrapped - result.piped)} µs/chunk (beyond a bare pass-through)`);
+  console.log(`  of which measurement   ${us(result.wrapped - result.hooked)} µs/chunk (beyond the bare read() hook)`);
   console.log(`  auto mode off          ${result.wrappedOff.toFixed(1)} ms  (${us(result.wrappedOff)} µs/chunk; auto mode's share ${us(result.wrapped - result.wrappedOff)} µs/chunk)`);
   console.log(`  core.chunk() alone     ${us(result.core)} µs per 174-byte OpenAI chunk (wasm parse + metrics)`);
   console.log(`  core.paint() alone     ${(result.paint * 1000).toFixed(3)} µs per painted frame of an observed answer (worst case: a probe found nowhere)`);
@@ -239,7 +461,4 @@ try {
   console.log(`  no stream waiting      ${perA(result.autoIdle)} µs/mutation`);
   console.log(`  a stream waiting       ${perA(result.autoArmed)} µs/mutation (+ ${perA(result.autoFrames)} µs/mutation in the frame checks)`);
   console.log(`  added by auto mode     ${perA(result.autoArmed - result.autoIdle + result.autoFrames)} µs/mutation`);
-} finally {
-  await browser.close();
-  await server.stop();
 }

@@ -1,5 +1,6 @@
-//! Browser-layer tests in headless Chromium (wasm-bindgen-test): the exported `Core` driven
-//! with real `Headers` objects, as js/capture/fetch.js drives it. The fetch wrapper's transparency
+//! Browser-layer tests in headless Chromium (wasm-bindgen-test): the core's wasm build, `Core`
+//! driven as js/capture/fetch.js drives it through the glue (js/wasm/llm_rum.js; response
+//! headers as the glue writes them, one `name:value` line each). The fetch wrapper's transparency
 //! (bytes, aborts, cancellation) is proven end-to-end in tests/e2e with the real server.
 #![cfg(target_arch = "wasm32")]
 
@@ -8,7 +9,6 @@ use llm_rum::core::request::kinds::FORGET;
 use llm_rum::wasm::Core;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_test::*;
-use web_sys::Headers;
 
 wasm_bindgen_test_configure!(run_in_browser);
 
@@ -31,12 +31,19 @@ fn limits_are_exported() {
     assert_eq!(c.max_payload(), 60 * 1024);
 }
 
-fn headers(pairs: &[(&str, &str)]) -> Headers {
-    let h = Headers::new().unwrap();
+/// Response headers as the glue hands them over: what a real `Headers` object iterates (names
+/// lower-cased, sorted, each once), one `name:value` line each.
+fn headers(pairs: &[(&str, &str)]) -> String {
+    let h = web_sys::Headers::new().unwrap();
     for (k, v) in pairs {
         h.append(k, v).unwrap();
     }
-    h
+    let mut out = String::new();
+    for entry in js_sys::try_iter(&h).unwrap().unwrap() {
+        let pair: js_sys::Array = entry.unwrap().into();
+        out += &format!("{}:{}\n", pair.get(0).as_string().unwrap(), pair.get(1).as_string().unwrap());
+    }
+    out
 }
 
 fn get(v: &JsValue, path: &str) -> JsValue {

@@ -9,62 +9,22 @@
 // event type the app subscribes to with addEventListener — registered just before the app's
 // first listener of that type, so its stamp precedes the app's handler. It never wraps the
 // app's listeners: they receive the very same event objects.
+//
+// The class exists from init() on, before the core is in (issue 14: ready time), and what
+// measuring takes is a chunk of its own (capture/es-measure.js, issue 14: size), loaded by the
+// page's first EventSource: an EventSource made before both are in keeps its events (times,
+// and the event objects: at most MAX_KEPT) and is measured once they are, from the moment it
+// was made, as if it had been all along — except that it carries no traceparent parameter
+// (the core decides that; with `traceparentQueryParam` the chunk is loaded with the core).
 
 import { begun, forget } from './requests.js';
 import { SKIP } from './match.js';
+import { base } from '../options.js';
+import { randomBytes } from '../ids.js';
+import { raw } from '../core.js';
 
-/** `readyState` of an EventSource that will not reconnect (HTML §"EventSource" CLOSED). */
-const CLOSED = 2;
-
-/**
- * Whether to wait for an EventSource's Resource Timing entry. HTML reports the EventSource
- * fetch to Resource Timing (whatwg/html#7553; WPT resource-timing/event-source-timing.html) and
- * Chromium and Firefox do, when the stream ends; WebKit creates no entry for it (measured in
- * WebKitGTK 2.50: none within 1 s, none later), so waiting there would only hold every record
- * a second for nothing. WebKit is told by navigator.vendor, "Apple Computer, Inc." in every
- * WebKit browser (HTML §"navigator.vendor"; on iOS that is every browser). An entry that is
- * already there is still used.
- */
-const waitsForEntry = () => !(globalThis.navigator && /^Apple/.test(navigator.vendor || ''));
-
-/**
- * Calls cb(entry | undefined) once with the Resource Timing entry of `url` that started at or
- * after `since` (it appears only when the stream has ended), waiting at most 1 s for it where
- * the engine creates one.
- */
-function resourceEntry(url, since, cb, wait) {
-  const pick = (list) => list.find((e) => e.name === url && e.startTime >= since - 1);
-  // Also called from timers: a missing or throwing Performance Timeline is "no entry".
-  const byName = () => {
-    try {
-      return performance.getEntriesByName(url);
-    } catch {
-      return [];
-    }
-  };
-  const now = pick(byName());
-  if (now) return cb(now);
-  // Not waiting: one task, for an entry queued right behind the stream's end.
-  if (!wait) return void setTimeout(() => cb(pick(byName())), 0);
-  let obs;
-  const done = (e) => {
-    if (cb) cb(e);
-    cb = null;
-    clearTimeout(timer);
-    if (obs) obs.disconnect();
-  };
-  const timer = setTimeout(() => done(pick(byName())), 1000);
-  // An observer also sees entries when the page's resource timing buffer is full.
-  try {
-    obs = new PerformanceObserver((l) => {
-      const e = pick(l.getEntries());
-      if (e) done(e);
-    });
-    obs.observe({ type: 'resource' });
-  } catch {
-    /* polling at the timeout only */
-  }
-}
+/** Events kept per EventSource made before the measurement is in; past that it goes unmeasured. */
+const MAX_KEPT = 1000;
 
 /**
  * What the SDK keeps per measured EventSource.
@@ -76,122 +36,134 @@ function resourceEntry(url, since, cb, wait) {
  * @property {number} since  when the current attempt began (its Resource Timing entry starts after)
  * @property {Uint8Array} r  the first attempt's random bytes (reconnects link to its record)
  * @property {Set<string>} types  event types the SDK listens to
- * @property {(ev: Event) => void} [on]  its listener
+ * @property {(ev: Event) => void} on  its listener
  * @property {boolean} [closed]  the app called close()
+ * @property {Array<[Event, number, number]> | null} kept  before the measurement is in: the
+ *   events so far, with their times and the readyState then (null once measured)
+ * @property {number} [closedAt]  when the app called close() before the measurement was in
  */
 
 /**
- * Makes the class: a subclass of `Native` (or `Native` itself when it is not a class, with one
- * warning: a page's own stand-in stays unmeasured).
- * @param {import('./requests.js').Capture} cap
+ * Makes the class — a subclass of `Native` (or `Native` itself when it is not a class, with
+ * one warning: a page's own stand-in stays unmeasured) — and `attach`, which hands it the
+ * Capture once the core is in (null: it failed; EventSources are then not measured).
  * @param {typeof EventSource} Native
  * @param {string | null} param  the traceparentQueryParam option (a query parameter name;
  *   anything but a non-empty string: off)
  * @param {(key: string, message: string, err?: unknown) => void} warnOnce
- * @returns {typeof EventSource}
+ * @param {() => Promise<typeof import('./es-measure.js')>} load  the measurement chunk's import
+ * @param {(f: import('./early.js').Deferred) => void} defer  queues what an EventSource made
+ *   before the core is in does once it is, in order with the app's other early calls (an
+ *   `observe()` made before it must bind first)
+ * @returns {{ Class: typeof EventSource, attach: (cap: import('./requests.js').Capture | null) => Promise<void> | void }}
+ *   `attach` returns the measurement's load when it started one
  */
-export function makeEventSource(cap, Native, param, warnOnce) {
-  if (typeof Native !== 'function') return Native;
+export function makeEventSource(Native, param, warnOnce, load, defer) {
+  const none = { Class: Native, attach() {} };
+  if (typeof Native !== 'function') return none;
   try {
-    return measured(cap, Native, typeof param == 'string' ? param : '');
+    return measured(Native, typeof param == 'string' ? param : '', warnOnce, load, defer);
   } catch (e) {
     warnOnce('es', 'EventSource not measured: window.EventSource cannot be extended', e);
-    return Native;
+    return none;
   }
 }
 
-function measured(cap, Native, param) {
+function measured(Native, param, warnOnce, load, defer) {
+  /** @type {import('./requests.js').Capture | null | undefined} undefined: not yet; null: failed */
+  let cap;
+  /** es-measure.js's `measuring`, once loaded (false: it failed to load). */
+  let impl = null;
+  let loading = false;
   /** @type {WeakMap<EventSource, Measured>} */
   const state = new WeakMap();
-  const wait = waitsForEntry();
-  // Reconnect attempts are not caused by a user action: no interaction (-1).
-  const begin = (core, m, t, first) => {
-    const h = core.es_begin(m.url, t, performance.timeOrigin + t, cap.random(), first, !!param, -1);
-    begun(cap, core, h, m.url);
-    return h;
-  };
+  /** EventSources made after the core was in, keeping their events until the measurement is. */
+  let waiting = [];
+  /** EventSources made before the core was in: caught up by the replay of `defer`. */
+  let deferred = 0;
+  const ready = () => !!(cap && impl);
 
-  // One connection attempt ended at `t`: its record is finished when the Resource Timing
-  // entry (serverTiming, request start) showed up, or after 1 s. The app never waits.
-  const endAttempt = (m, t, byApp) => {
-    const h = m.h;
-    m.h = 0;
-    resourceEntry(m.target, m.since, (e) => cap.core.fenced((core) => {
-      // The entries as the browser parsed them (no round trip through the header grammar).
-      if (e) for (const s of e.serverTiming || []) core.es_server_timing(h, s.name, s.duration, s.description);
-      cap.settled(h, core.es_end(h, t, byApp, e ? e.startTime : NaN));
-    }), wait);
-    m.since = t;
+  /** Not measured after all: its listeners go. */
+  const stop = (es, m) => {
+    m.kept = null;
+    state.delete(es);
+    for (const type of m.types) EventTarget.prototype.removeEventListener.call(es, type, m.on);
   };
-
-  const onEvent = (es, m, ev) => {
-    const t = performance.now();
-    if (m.closed) return;
-    cap.core.fenced((core) => {
-      const type = ev.type;
-      if (type === 'open') {
-        // After a drop the browser reconnects: a new record linked to the first.
-        if (!m.h) m.h = begin(core, m, t, m.r);
-        core.es_message(m.h, t, '', '', '');
-        cap.confirmed(m.h); // a stream: its answer element may be bound now
-      } else if (type === 'error' && !(ev instanceof MessageEvent)) {
-        // The connection dropped (readyState CONNECTING: the browser reconnects; its failed
-        // retries are not app errors) or failed for good (CLOSED; a reconnect that does gets
-        // an error record of its own).
-        if (!m.h && es.readyState === CLOSED) m.h = begin(core, m, t, m.r);
-        if (m.h) endAttempt(m, t, false);
-      } else if (m.h) {
-        core.es_message(m.h, t, type, ev.data, ev.lastEventId);
-      }
-    });
+  const stopAll = () => {
+    for (const [es, m] of waiting.splice(0)) stop(es, m);
   };
-
-  /** Begins the first attempt's record for `url`: its Measured, or null when not measured. */
-  const start = (url, t) =>
-    cap.core.fenced((core) => {
-      let abs;
-      try {
-        abs = new URL(url, cap.base()).href;
-      } catch {
-        return null; // not a URL: the native constructor throws its own error
-      }
-      if (cap.match(abs, 'GET') === SKIP) return null;
-      /** @type {Measured} */
-      const m = { url: abs, target: abs, since: t, r: cap.random(), types: new Set(['open', 'error', 'message', 'trace']), h: 0 };
-      m.h = core.es_begin(abs, t, performance.timeOrigin + t, m.r, [], !!param, cap.interaction(t));
-      begun(cap, core, m.h, abs);
-      const tp = param && core.traceparent(m.h);
-      if (tp) {
-        const u = new URL(abs);
-        u.searchParams.append(param, tp);
-        m.target = u.href;
-      }
-      return m;
-    }, null);
+  /** An EventSource that kept its events, measured now from them. */
+  const catchUp = (es, m) => {
+    const kept = m.kept;
+    m.kept = null;
+    if (!kept || !impl.start(m, m.since, false)) return stop(es, m);
+    for (const [ev, t, rs] of kept) impl.event(m, ev, t, rs);
+    if (m.closedAt !== undefined) impl.closed(m, m.closedAt);
+  };
+  /** Loads the measurement (once the core is in); then the waiting ones catch up. */
+  const need = () => {
+    if (loading || !cap) return loading;
+    return (loading = load().then(
+      (mod) => {
+        impl = cap.core.fenced(() => mod.measuring(cap, param, { begun, forget, skip: SKIP, raw }), false);
+        if (!impl) return stopAll();
+        for (const [es, m] of waiting.splice(0)) cap.core.fenced(() => catchUp(es, m));
+      },
+      (e) => {
+        impl = false;
+        warnOnce('es', 'EventSource not measured: its chunk did not load', e);
+        stopAll();
+      },
+    ));
+  };
 
   class EventSource extends Native {
     constructor(...args) {
       const t = performance.now();
-      const url = args[0];
-      const m = start(url, t);
+      // Only a URL is measured; anything else is the native constructor's to reject.
+      let abs = null;
+      try {
+        abs = cap !== null && impl !== false ? new URL(args[0], base()).href : null;
+      } catch {
+        /* not a URL: the native constructor throws its own error */
+      }
+      /** @type {Measured | null} */
+      const m = abs && { url: abs, target: abs, since: t, r: randomBytes(), types: new Set(['open', 'error', 'message', 'trace']), h: 0, kept: ready() ? null : [] };
+      const live = !!(m && ready() && impl.start(m, t, !!param));
       // The app's own arguments (their count too: a missing one must throw as natively),
       // unless a traceparent parameter was added.
-      const added = m !== null && m.target !== m.url;
+      const added = live && m.target !== m.url;
       if (added) args[0] = m.target;
       try {
         super(...args);
       } catch (e) {
-        if (m) forget(cap, m.h); // no record (and no paint watch); the app gets the native error
+        if (live) impl.forget(m); // no record (and no paint watch); the app gets the native error
         throw e;
       }
-      if (!m) return;
-      cap.core.fenced(() => {
+      if (!m || (m.kept === null && !live)) return;
+      try {
         // The URL the app gave, not the one with our parameter.
         if (added) Object.defineProperty(this, 'url', { get: () => m.url, configurable: true });
-        m.on = (ev) => onEvent(this, m, ev);
+        m.on = (ev) => {
+          const at = performance.now();
+          if (!m.kept) impl.event(m, ev, at, this.readyState);
+          else if (m.kept.length < MAX_KEPT) m.kept.push([ev, at, this.readyState]);
+          else stop(this, m);
+        };
         for (const type of m.types) super.addEventListener(type, m.on);
         state.set(this, m);
-      });
+        if (m.kept && cap === undefined) {
+          // Caught up where the app's early calls are replayed (init() loads the measurement
+          // first); made after a failure or a failed load: let go.
+          deferred++;
+          defer((measure) => (measure && impl ? cap.core.fenced(() => catchUp(this, m)) : stop(this, m)));
+        } else if (m.kept) {
+          waiting.push([this, m]);
+          need();
+        }
+      } catch (e) {
+        if (cap) cap.core.fail(e);
+      }
     }
 
     addEventListener(type) {
@@ -207,11 +179,22 @@ function measured(cap, Native, param) {
       super.close();
       const m = state.get(this);
       if (m && !m.closed) {
-        m.closed = true;
-        cap.core.fenced(() => m.h && endAttempt(m, performance.now(), true));
+        if (!m.kept) impl.closed(m, performance.now());
+        else if (m.closedAt === undefined) m.closedAt = performance.now();
       }
     }
   }
   Object.defineProperty(EventSource, 'name', { value: 'EventSource' });
-  return EventSource;
+  return {
+    Class: EventSource,
+    attach(c) {
+      if (cap !== undefined) return;
+      cap = c;
+      if (!c) return stopAll();
+      // With EventSources made before the core was in (their catch-up is replayed in order once
+      // init() is done), or a traceparent parameter to add before the next native constructor
+      // runs, init() waits for the measurement (`ready`).
+      if (deferred || param) return need();
+    },
+  };
 }

@@ -53,18 +53,6 @@ function resolve(target) {
   return typeof Node === 'function' && target instanceof Node ? target : null;
 }
 
-/**
- * The URL of the script this code runs in — dist/index.js, or the app's bundle or chunk once
- * bundled — as LoAF's `sourceURL` names it: read from a stack trace, which no bundler rewrites
- * (webpack, Parcel and Next.js replace `import.meta.url` at build time with the build machine's
- * file:// path). Only Chromium has LoAF, so V8's frame format: "at [fn (]URL:line:col[)]".
- * @returns {string | null}
- */
-function ownUrl() {
-  const m = /([a-z][\w+.-]*:\/\/[^\s()]+?):\d+:\d+/.exec(String(new Error().stack));
-  return m && m[1].split(/[?#]/)[0];
-}
-
 /** Chars of the element's text sent with each paint as a probe (src/core/stream/tail.rs). */
 const PROBE_CHARS = 48;
 
@@ -225,8 +213,10 @@ class Watch {
  * @param {{ observe: Element | string | 'auto' | false | null, nativePaintTimes: boolean }} opts
  * @param {(key: string, message: string, err?: unknown) => void} warnOnce
  * @param {() => void} deliver  hands finished records on (deliver/records.js)
+ * @param {string | null} own  the SDK's main bundle as LoAF names it (capture/paint-on-demand.js
+ *   `ownUrl`, read there: this file is a chunk of its own, where the request wrappers are not)
  */
-export function makePaint(core, opts, warnOnce, deliver) {
+export function makePaint(core, opts, warnOnce, deliver, own) {
   const watches = new Map(); // handle → Watch
   const containers = new Map(); // handle → { el, base }: the `observe` container at its start
   let pending = null; // rum.observe(el) waiting for a measured request
@@ -287,7 +277,6 @@ export function makePaint(core, opts, warnOnce, deliver) {
       }
     };
     const refine = opts.nativePaintTimes;
-    const own = ownUrl();
     // Long Animation Frames (W3C LoAF): blame for render stalls, and the frame's paintTime.
     listen('long-animation-frame', (c, e) => {
       if (refine && e.paintTime > 0) c.native_paint(e.paintTime, 0);

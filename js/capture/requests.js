@@ -21,6 +21,9 @@ import { FORGET } from '../codes.js';
  *   container's text so far)
  * @property {(h: number) => void} confirmed  `h`'s response is measured (a stream, or
  *   `match`ed): its answer element may be bound now
+ * @property {() => Promise<unknown> | null} hold  what a response waits for before the app gets
+ *   it, or null: the paint chunk a first rum.observe() is loading (capture/paint-on-demand.js),
+ *   so that no paint of an answer can come before paint observation is there
  * @property {(h: number, done: boolean) => void} settled  the core ended `h`; `done`: its
  *   record is finished (false: it waits for the frame that paints the end of the answer).
  *   Paint follows, and finished records are delivered.

@@ -10,8 +10,9 @@
 // Every call into the core goes through `core.fenced` (core.js). Each flush names its reason
 // by code (codes.js FLUSH_*), one of the core's closed set (src/core/beacon/reason.rs).
 
-import { warn } from '../warn.js';
-import { base, templateOf } from '../options.js';
+// A chunk of its own (loaded only with a collector): what it shares with the main bundle
+// comes in as `env` (a shared import would make the bundler split off a third file that every
+// page loads). The codes are primitives the bundler inlines.
 import { FLUSH_TIMER, FLUSH_MANUAL, FLUSH_ONLINE, FLUSH_RESTORE } from '../codes.js';
 
 const MIN_PAYLOAD = 4 * 1024;
@@ -33,7 +34,8 @@ function retryAfter(res) {
 
 /**
  * @typedef {object} Transport
- * @property {() => void} schedule  (re)arms the timer for the queue's next due flush
+ * @property {() => void} schedule  hands the records waiting for beforeSend to it, then
+ *   (re)arms the timer for the queue's next due flush
  * @property {() => Promise<void>} flush  sends what may go now (`manual`); resolves when the
  *   sends were handed to the browser and answered
  * @property {(reason: number) => void} urgent  the page hides or unloads: sendBeacon now
@@ -46,24 +48,63 @@ function retryAfter(res) {
  * earlier page load persisted are sent.
  * @param {import('../core.js').Core} core
  * @param {{ collector: string, exporter: 'json' | 'otlp', templateIds: boolean,
- *   urlTemplates: { match: string | RegExp, template: string }[] }} opts
+ *   urlTemplates: { match: string | RegExp, template: string }[],
+ *   beforeSend: ((record: import('../index').RumRecord) => unknown) | null }} opts
  * @param {typeof fetch} nativeFetch
+ * @param {{ warn: (message: string, err?: unknown) => void, base: () => string,
+ *   route: (url: string) => string, raw: typeof import('../wasm/llm_rum.js').raw,
+ *   warnOnce: (key: string, message: string, err?: unknown) => void }} env
+ *   warn.js warn, options.js base, the app's route template for a URL (options.js
+ *   templateOf), the glue's calling convention (for the transport's exports: their wrappers
+ *   live here, not in what every page loads), init()'s warner
  * @returns {Promise<Transport>}
  */
-export async function startTransport(core, opts, nativeFetch) {
+export async function startTransport(core, opts, nativeFetch, env) {
   let encode = null;
   if (opts.exporter === 'otlp') {
     try {
       const { toOtlp } = await import('./otlp.js');
       encode = (payload) => toOtlp(payload, opts.templateIds);
     } catch (e) {
-      warn('the OTLP exporter did not load; sending v1 JSON beacons', e);
+      env.warn('the OTLP exporter did not load; sending v1 JSON beacons', e);
     }
   }
-  const template = (href) => templateOf(opts.urlTemplates, href);
-  const transport = makeTransport(core, new URL(opts.collector, base()).href, nativeFetch, encode, template);
+  const transport = makeTransport(core, new URL(opts.collector, env.base()).href, nativeFetch, encode, env.route, env.raw, edits(core, opts.beforeSend, env));
   transport.restore();
   return transport;
+}
+
+/** Queues records, one JSON object per line, in the core's beacon queue (`Core` `c`). */
+const queue = (raw, c, lines) => raw.call('transport_queue', c.p, raw.put0(lines), performance.now());
+
+/**
+ * The app's `beforeSend` over the records on their way to the collector (null without one:
+ * the core queues them itself). It runs after onRecord (which sees every record as measured,
+ * for the page's own use), on its own copy, once per record — a `partial` snapshot on page
+ * hide and its completed record are one each. Synchronous: the page may be unloading, its
+ * urgent flush follows at once. What it returns goes to the core's queue (false/null:
+ * dropped; undefined: the copy as edited in place); a hook that throws or returns anything
+ * else drops that record: it may have been there to scrub it.
+ */
+function edits(core, beforeSend, { raw, warnOnce }) {
+  if (!beforeSend) return () => {};
+  return () => {
+    const out = core.fenced((c) => c.take_records(true), '');
+    for (const r of out ? JSON.parse(out) : []) {
+      let v;
+      try {
+        v = beforeSend(r);
+        if (v === undefined) v = r;
+        // A Promise is not awaited (the page may be unloading).
+        if (v && (typeof v !== 'object' || typeof v.then === 'function')) throw new TypeError('expected the record or false');
+        v = v && JSON.stringify(v); // one JSON text is one line, as transport_queue takes them
+      } catch (e) {
+        warnOnce('beforeSend', 'beforeSend failed (contained); record dropped', e);
+        continue;
+      }
+      if (v) core.fenced((c) => queue(raw, c, v));
+    }
+  };
 }
 
 /**
@@ -74,9 +115,16 @@ export async function startTransport(core, opts, nativeFetch) {
  * @param {typeof fetch} nativeFetch
  * @param {((payload: string) => string) | null} encode
  * @param {(href: string) => string} template
+ * @param {typeof import('../wasm/llm_rum.js').raw} raw
+ * @param {() => void} edit  runs beforeSend over the records waiting for it (`edits`)
  * @returns {Transport & { restore(): void }}
  */
-function makeTransport(core, url, nativeFetch, encode, template) {
+function makeTransport(core, url, nativeFetch, encode, template, raw, edit) {
+  // The core's transport exports (src/wasm/abi.rs), on the glue's `Core` object `c`.
+  const due = (c) => raw.call('transport_due_at', c.p);
+  const lastBatch = (c) => raw.call('transport_last_batch', c.p) >>> 0;
+  const result = (c, batch, t, status, after, jitter) => raw.call('transport_result', c.p, batch, t, status, after, jitter);
+  const maxPayload = (c) => raw.call('max_payload', c.p);
   const g = globalThis;
   const nav = g.navigator;
   let timer = 0;
@@ -85,7 +133,7 @@ function makeTransport(core, url, nativeFetch, encode, template) {
   // conversation id in it).
   const take = (c, max, reason, urgent, t) => {
     const loc = g.location;
-    return c.transport_take(max, reason, urgent, loc ? loc.pathname : '', loc ? template(loc.href) : '', t, sentAt(t));
+    return raw.text(raw.call('transport_take', c.p, max, reason, urgent, raw.put0(loc ? loc.pathname : ''), raw.put(loc ? template(loc.href) : ''), t, sentAt(t)));
   };
   // `sentAt` is on the records' clock (their startEpochMs is performance.timeOrigin + t), so
   // the collector's received − sentAt measures exactly the skew of the times it stores.
@@ -93,8 +141,9 @@ function makeTransport(core, url, nativeFetch, encode, template) {
   const offline = () => !!nav && nav.onLine === false;
 
   function schedule() {
+    edit();
     core.fenced((c) => {
-      const at = c.transport_due_at();
+      const at = due(c);
       if (timer) clearTimeout(timer);
       timer = 0;
       if (at >= 0 && !offline()) timer = setTimeout(() => flush(FLUSH_TIMER), Math.max(0, at - performance.now()));
@@ -108,7 +157,7 @@ function makeTransport(core, url, nativeFetch, encode, template) {
     const size = payload.length * 2;
     const keepalive = keepaliveBytes + size <= KEEPALIVE_QUOTA;
     if (keepalive) keepaliveBytes += size;
-    const done = (status, after) => core.fenced((c) => c.transport_result(batch, performance.now(), status, after, Math.random()));
+    const done = (status, after) => core.fenced((c) => result(c, batch, performance.now(), status, after, Math.random()));
     let body = payload;
     try {
       if (encode) body = encode(payload);
@@ -147,9 +196,9 @@ function makeTransport(core, url, nativeFetch, encode, template) {
     core.fenced((c) => {
       for (let i = 0; i < MAX_SENDS; i++) {
         const t = performance.now();
-        const payload = take(c, core.maxPayload, reason, urgent, t);
+        const payload = take(c, maxPayload(c), reason, urgent, t);
         if (payload === undefined) break;
-        sends.push(send(payload, c.transport_last_batch()));
+        sends.push(send(payload, lastBatch(c)));
       }
     });
     return sends;
@@ -176,12 +225,12 @@ function makeTransport(core, url, nativeFetch, encode, template) {
     if (encode) return void fetchAll(reason, true);
     core.fenced((c) => {
       const t = performance.now();
-      let max = core.maxPayload;
+      let max = maxPayload(c);
       // transport_due_at() < 0: the queue is empty.
-      for (let i = 0; i < MAX_SENDS && c.transport_due_at() >= 0; i++) {
+      for (let i = 0; i < MAX_SENDS && due(c) >= 0; i++) {
         const payload = take(c, max, reason, true, t);
         if (payload !== undefined) {
-          const batch = c.transport_last_batch();
+          const batch = lastBatch(c);
           let ok = false;
           try {
             ok = !!(nav && nav.sendBeacon && nav.sendBeacon(url, payload));
@@ -189,15 +238,15 @@ function makeTransport(core, url, nativeFetch, encode, template) {
             ok = false;
           }
           // Accepted: no answer will come. Refused: back to the front of the queue.
-          c.transport_result(batch, t, ok ? 200 : 0, -1, 0);
+          result(c, batch, t, ok ? 200 : 0, -1, 0);
           if (ok) continue;
         }
         // Refused (quota) or too big for this allowance: try smaller pieces.
         if (max <= MIN_PAYLOAD) break;
         max >>= 1;
       }
-      if (c.transport_due_at() >= 0) {
-        const rest = c.transport_persist();
+      if (due(c) >= 0) {
+        const rest = raw.text(raw.call('transport_persist', c.p));
         try {
           const prev = g.localStorage.getItem(PERSIST_KEY) || '';
           g.localStorage.setItem(PERSIST_KEY, (prev + rest).slice(-PERSIST_MAX));
@@ -220,7 +269,7 @@ function makeTransport(core, url, nativeFetch, encode, template) {
       text = null;
     }
     if (text) {
-      core.fenced((c) => c.transport_queue(text, performance.now()));
+      core.fenced((c) => queue(raw, c, text));
       flush(FLUSH_RESTORE);
     }
   }

@@ -1,31 +1,27 @@
-//! The `#[wasm_bindgen]` surface: `Core`, the per-page SDK state js/core.js creates once.
-//! Each export delegates to the pure core in a line or two.
+//! `Core`, the per-page SDK state js/core.js creates once (through the raw exports in
+//! `abi.rs` and the glue js/wasm/llm_rum.js). Each method delegates to the pure core in a line
+//! or two.
 
-use super::response::apply_response_headers;
+use crate::core::request::headers::apply_response_headers;
 use crate::core::beacon::{queue::MAX_PAYLOAD, BeaconQueue, FlushReason};
 use crate::core::config::Config;
 use crate::core::request::kinds::{Outcome, FORGET};
 use crate::core::session::Session;
 use crate::core::trace::server_timing::ServerTimingEntry;
 use alloc::string::String;
-use wasm_bindgen::prelude::*;
 
 /// The per-page SDK state. Created once by `init()` (js/core.js `loadCore`).
-#[wasm_bindgen]
 pub struct Core {
     session: Session,
 }
 
-#[wasm_bindgen]
 impl Core {
     /// `config`: the SDK configuration as one JSON object (see `Config::from_json`).
-    #[wasm_bindgen(constructor)]
     pub fn new(config: &str) -> Core {
         Core { session: Session::new(Config::from_json(config)) }
     }
 
     /// The largest beacon payload in bytes (js/deliver/transport.js asks for no more).
-    #[wasm_bindgen(getter)]
     pub fn max_payload(&mut self) -> u32 {
         MAX_PAYLOAD as u32
     }
@@ -56,9 +52,10 @@ impl Core {
         self.session.adopt_traceparent(h, value);
     }
 
-    /// Response headers arrived. Returns false (and forgets the request) when it is not
-    /// to be measured.
-    pub fn response(&mut self, h: u32, t: f64, status: u16, headers: &web_sys::Headers, measure_any: bool) -> bool {
+    /// Response headers arrived: `headers`, one `name:value` per line as the `Headers`
+    /// iterator gives them (the glue writes them; see core/request/headers.rs). Returns false (and forgets
+    /// the request) when it is not to be measured.
+    pub fn response(&mut self, h: u32, t: f64, status: u16, headers: &str, measure_any: bool) -> bool {
         let keep = match self.session.get_with_config(h) {
             Some((tl, cfg)) => apply_response_headers(tl, t, status, headers, &cfg.correlation, measure_any),
             None => false,

@@ -1,9 +1,9 @@
-//! The wasm side: the `#[wasm_bindgen]` exports (`exports.rs`), reading response headers into
-//! a timeline (`response.rs`), and, in the shipped build (feature `tiny`), the runtime
-//! (`runtime.rs`: panic handler and allocator). Only compiled for wasm32.
+//! The wasm side: `Core` (`exports.rs`) and the raw exports the glue calls (`abi.rs`), and, in
+//! the shipped build (feature `tiny`), the runtime (`runtime.rs`: panic handler and allocator).
+//! Only compiled for wasm32.
 
+pub mod abi;
 pub mod exports;
-pub mod response;
 #[cfg(feature = "tiny")]
 mod runtime;
 

@@ -23,11 +23,14 @@ const FRAME = 1000 / 60;
 // next frame": one 60 Hz frame plus scheduling slack (20 ms, paint.spec.js) plus the two clock
 // readings of a 1 ms clock. WebKitGTK (under Xvfb) paints on a 60 Hz timer and a newly inserted
 // answer element was seen to take a second frame (first paint 23 ms after its token, once in
-// several runs): two frames there.
+// several runs): two frames there. `tail` bounds the median of an answer's p95 render delay:
+// `frame`, but in WebKitGTK three frames — its software rendering under Xvfb drops frames on
+// a loaded machine (CI read a median p95 of 37.5 ms over 5 answers where a quiet machine
+// reads 17 ms; its first paints stayed within two frames).
 const ENGINE = {
-  chromium: { step: 0.1, lag: 3, frame: 20 },
-  firefox: { step: 1, lag: 4, frame: 22 },
-  webkit: { step: 1, lag: 4, frame: 2 * FRAME + 2 },
+  chromium: { step: 0.1, lag: 3, frame: 20, tail: 20 },
+  firefox: { step: 1, lag: 4, frame: 22, tail: 22 },
+  webkit: { step: 1, lag: 4, frame: 2 * FRAME + 2, tail: 3 * FRAME + 2 },
 };
 // A single delivery can wait for scheduling (fetch-metrics.spec.js: 66 ms seen once in CI).
 const SANITY = 150;
@@ -141,7 +144,9 @@ for (const engine of ENGINES) {
       const ttftErr = [];
       const totalErr = [];
       const tokenLag = [];
-      for (let run = 0; run < 4; run++) {
+      // Six answers: the medians below are the check, and on a loaded 2-core machine one or
+      // two answers' last write can reach the page late (CI read a 3.66 ms median of four).
+      for (let run = 0; run < 6; run++) {
         const id = testId(`${engine}-chat`);
         const out = await b.scenario('chat', { query: `prefill_ms=150&gap_ms=20&jitter_ms=5&seed=${run + 1}&tokens=40&stall_at=20&stall_ms=300&usage=1`, id });
         const t = await truth(id);
@@ -307,6 +312,22 @@ for (const engine of ENGINES) {
       expect(tc.client_gone_at_ms).toBeLessThan(2000);
     });
 
+    test('a failure inside the SDK mid-stream leaves the app\'s stream whole; measurement turns off with one warning', async () => {
+      // A fresh page: the core's exports are hooked before it loads (helpers.js hookCoreExports).
+      await b.goto(`${ORIGIN()}/blank.html`);
+      await b.waitFor('window.llmRum !== undefined && window.__scenario !== undefined');
+      const id = testId(`${engine}-fault`);
+      const out = await b.scenario('coreFault', { id });
+      const t = await truth(id);
+      expect(out.started).toBe(true);
+      expect(out.calls, 'the fault fired mid-stream, and the failed core was never called again').toBe(3);
+      expect([out.n, out.fnv]).toEqual([t.body_bytes, t.body_fnv1a64]);
+      expect(out.active).toBe(false);
+      expect(out.afterN).toBeGreaterThan(0);
+      expect(out.logged.map((l) => l.kind)).toEqual(['console.warn']);
+      expect(out.logged[0].text).toMatch(/measurement disabled after an internal error/);
+    });
+
     test('a slow reader keeps backpressure (byte stream or default-stream fallback)', async () => {
       await fresh({ match: ['/bytes'] });
       const id = testId(`${engine}-slow`);
@@ -351,7 +372,7 @@ for (const engine of ENGINES) {
       note(engine, 'paintErrorMs', stat(errs));
       expect(percentile(errs, 0.5)).toBeLessThanOrEqual(FRAME);
       expect(percentile(fp, 0.5)).toBeLessThanOrEqual(tol.frame);
-      expect(percentile(p95, 0.5)).toBeLessThanOrEqual(tol.frame);
+      expect(percentile(p95, 0.5)).toBeLessThanOrEqual(tol.tail);
       const { rec } = await b.scenario('paint', { kind: 'buffered', query: q });
       const m = rec.marks;
       expect(m.firstPaint - m.lastToken).toBeGreaterThanOrEqual(0);

@@ -281,34 +281,38 @@ test('cross-origin: serverTiming and trace id via Timing-Allow-Origin; opt-in tr
 });
 
 test('fail-open: a throwing core leaves a working EventSource; shutdown restores the native class', async ({ page }) => {
+  // A fresh document, whose core is loaded with its exports open to fault injection.
+  page.__errors = await openPage(page);
   const out = await page.evaluate(async () => {
     const h = await import('/helpers.js');
+    window.__NativeES = window.EventSource;
+    const core = h.hookCoreExports();
+    await h.startRum();
     const warn = console.warn;
     const warnings = [];
     console.warn = (...a) => warnings.push(a.join(' '));
-    const { Core } = await import('/dist/wasm/llm_rum.js');
     const q = '/v1/stream?format=anthropic&tokens=20&gap_ms=2&ids=1';
     const opts = { types: ['content_block_delta', 'message_stop'], closeOn: 'message_stop', record: false };
     const nat = await h.esStream(q, { ...opts, Ctor: window.__NativeES });
     const res = {};
     // Mid-stream: the first failure turns measurement off; every event still arrives.
-    const message = Core.prototype.es_message;
-    Core.prototype.es_message = () => {
+    const message = core.es_message;
+    core.es_message = () => {
       throw new Error('simulated core failure');
     };
     res.mid = await h.esStream(q, opts);
     res.midActive = window.__rum.active;
-    Core.prototype.es_message = message;
+    core.es_message = message;
     await window.__rum.shutdown();
     res.restored = window.EventSource === window.__NativeES;
     // At construction: the app gets a working EventSource.
     await h.startRum();
-    const begin = Core.prototype.es_begin;
-    Core.prototype.es_begin = () => {
+    const begin = core.es_begin;
+    core.es_begin = () => {
       throw new Error('simulated core failure');
     };
     res.ctor = await h.esStream(q, opts);
-    Core.prototype.es_begin = begin;
+    core.es_begin = begin;
     await window.__rum.shutdown();
     console.warn = warn;
     const strip = (evs) => evs.map((e) => [e.type, e.data.replace(/req-\d+/g, 'req-N'), e.lastEventId]);

@@ -192,6 +192,7 @@ for (const c of INIT_CASES) {
         window.__opts = {};
         (0, eval)(setup);
         const rum = await window.llmRum.init(window.__opts);
+        await rum.ready;
         const res = await fetch(`/v1/stream?tokens=10&gap_ms=2&test_id=${id}`);
         const { bytes } = await h.readAll(res);
         await new Promise((r) => setTimeout(r, 300));

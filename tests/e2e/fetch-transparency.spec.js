@@ -185,20 +185,22 @@ test('fail-open: a wasm that does not load leaves the native fetch; a failing co
     const warnings = [];
     const warn = console.warn;
     console.warn = (...a) => warnings.push(a.join(' '));
+    const core = h.hookCoreExports();
     const broken = await window.llmRum.init({ wasmUrl: '/nope.wasm' });
+    await broken.ready;
     const ok = (await broken.fetch('/plain?status=200')).status;
     const nativeKept = window.fetch === window.__native;
     // A core that throws on every chunk: the first failure disables measurement; the app's
     // stream still gets every byte.
-    const { Core } = await import('/dist/wasm/llm_rum.js');
-    const chunk = Core.prototype.chunk;
-    Core.prototype.chunk = () => {
+    const rum = await window.llmRum.init({ onRecord: () => { throw new Error('app callback bug'); } });
+    await rum.ready;
+    const chunk = core.chunk;
+    core.chunk = () => {
       throw new Error('simulated core failure');
     };
-    const rum = await window.llmRum.init({ onRecord: () => { throw new Error('app callback bug'); } });
     const got = await h.readAll(await fetch('/v1/stream?tokens=20&gap_ms=1'));
     const nat = await h.readAll(await window.__native('/v1/stream?tokens=20&gap_ms=1'));
-    Core.prototype.chunk = chunk;
+    core.chunk = chunk;
     const after = await h.readAll(await fetch('/v1/stream?tokens=5&gap_ms=1'));
     await rum.shutdown();
     console.warn = warn;

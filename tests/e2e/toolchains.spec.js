@@ -121,7 +121,7 @@ async function check(browserPage, name, { url = `${ORIGIN()}/toolchains/${name}/
   expect(longest.blame, JSON.stringify(longest)).toEqual({ invoker: 'stream-read', source: '', scriptMs: expect.any(Number) });
   expect(longest.blame.scriptMs).toBeGreaterThanOrEqual(350);
 
-  const sdk = loaded.filter((l) => l.status === 200 && (/\.wasm(\?|$)/.test(l.url) || l.body.includes('measurement disabled') || l.body.includes('Uint8Array.from(atob(') || l.body.includes('__wbindgen_malloc')));
+  const sdk = loaded.filter((l) => l.status === 200 && (/\.wasm(\?|$)/.test(l.url) || l.body.includes('measurement disabled') || l.body.includes('Uint8Array.from(atob(') || l.body.includes('.out_ptr(')));
   const wasm = sdk.some((l) => /\.wasm(\?|$)/.test(l.url)) ? 'file' : 'inline';
   const size = { raw: sdk.reduce((n, l) => n + l.body.length, 0), brotli: sdk.reduce((n, l) => n + brotli(l.body), 0) };
   const missing = loaded.filter((l) => l.status === 404).map((l) => new URL(l.url).pathname);

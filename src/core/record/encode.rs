@@ -240,7 +240,7 @@ pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
     w.key("correlation");
     w.begin_object();
     for (k, v) in &tl.correlation {
-        w.key(k);
+        w.key_escaped(k);
         w.str(v);
     }
     w.end_object();
@@ -296,7 +296,7 @@ pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
     w.key("userMarks");
     w.begin_object();
     for (k, t) in &tl.user_marks {
-        w.key(k);
+        w.key_escaped(k);
         w.ms(t - tl.start);
     }
     w.end_object();
@@ -312,7 +312,7 @@ pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
     }
     let mut prev = tl.start;
     for (k, t) in order {
-        w.key(k);
+        w.key_escaped(k);
         w.ms(t - prev);
         prev = *t;
     }

@@ -18,7 +18,7 @@
 //! Cross-origin responses expose none of these unless the server lists them in
 //! `Access-Control-Expose-Headers` (Fetch §3.2.3): absent there means "not visible".
 
-/// The response headers the wasm surface reads for hints (src/wasm/response.rs).
+/// The response headers the wasm surface reads for hints (core/request/headers.rs).
 pub const HINT_HEADERS: [&str; 10] =
     ["content-encoding", "x-accel-buffering", "via", "cf-ray", "x-amz-cf-id", "x-served-by", "x-cache", "x-vercel-id", "fly-request-id", "x-azure-ref"];
 

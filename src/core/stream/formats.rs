@@ -189,8 +189,8 @@ fn is_error(r: &Root<'_>, ty: &str) -> bool {
 
 /// `choices[*]` by the Chat Completions rules; also used for OpenAI-shaped NDJSON.
 fn openai_chat<'a>(r: &Root<'a>, t: &mut Tally<'a>, c: &mut Content) {
-    for choice in r.choices.into_iter().flat_map(Json::items) {
-        let [delta, message, finish] = choice.fields(["delta", "message", "finish_reason"]);
+    let mut choices = r.choices.unwrap_or_default().items();
+    while let Some([delta, message, finish]) = choices.next_fields(["delta", "message", "finish_reason"]) {
         if let Some(d) = delta.or(message) {
             let [content, reasoning_content, reasoning] = d.fields(["content", "reasoning_content", "reasoning"]);
             t.text(content);

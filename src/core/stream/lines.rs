@@ -4,6 +4,7 @@
 //! overflowed state in which it drops all further input, instead of growing a buffer without
 //! limit.
 
+use crate::core::util::swar::line_end;
 use alloc::vec::Vec;
 
 /// Upper bound for one line (and, in `sse.rs`, for one event's data buffer), in bytes.
@@ -63,8 +64,10 @@ impl LineSplitter {
                 rest = &rest[1..];
             }
         }
-        while let Some(pos) = rest.iter().position(|&b| b == b'\n' || b == b'\r') {
-            let is_cr = rest[pos] == b'\r';
+        loop {
+            let pos = line_end(rest);
+            let Some(&end) = rest.get(pos) else { break };
+            let is_cr = end == b'\r';
             self.line(&rest[..pos], on_line);
             if self.overflowed {
                 return;
@@ -149,6 +152,22 @@ mod tests {
         s.feed(b":2}", &mut |l| lines.push(l.to_vec()));
         s.finish(&mut |l| lines.push(l.to_vec()));
         assert_eq!(lines, vec![b"{\"a\":1}".to_vec(), b"{\"b\":2}".to_vec()]);
+    }
+
+    #[test]
+    fn line_end_finds_what_a_byte_loop_finds() {
+        let b: Vec<u8> = (0..40u8).map(|k| b'a' + k % 26).chain("é🚀\u{7f}".bytes()).collect();
+        for at in 0..b.len() {
+            for c in [b'\n', b'\r', 0x00, 0x09, 0x0b, 0x0c, 0x0e, 0x80, 0x8a, 0xff] {
+                let mut v = b.clone();
+                v[at] = c;
+                for from in [0, 1, 7, 8, 9, at] {
+                    let want = (from..v.len()).find(|&k| v[k] == b'\n' || v[k] == b'\r').unwrap_or(v.len());
+                    assert_eq!(line_end(&v[from..]) + from, want, "{v:?} from {from}");
+                }
+            }
+        }
+        assert_eq!(line_end(b""), 0);
     }
 
     #[test]

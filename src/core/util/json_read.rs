@@ -9,6 +9,8 @@
 //! Why not serde_json: tens of KB in the wasm build for a job that needs a few borrowed
 //! fields per event (and the configuration once).
 
+use crate::core::util::swar::string_run;
+
 /// Deepest object/array nesting accepted. Real events nest ≤ 6; the cap bounds recursion.
 pub const MAX_DEPTH: u32 = 32;
 
@@ -26,15 +28,52 @@ pub fn parse(text: &str) -> Option<Json<'_>> {
     if ws(b, end) != b.len() {
         return None;
     }
-    Some(Json { text: text.get(start..end)? })
+    Some(Json { text: sub(text, start, end)? })
+}
+
+/// The byte at `i`, or 0 past the end (0 is nothing JSON allows outside a string, nor
+/// unescaped inside one). Byte tests on it compile to plain compares; `b.get(i) == Some(&c)`
+/// stays a call to a generic `PartialEq` in the size-optimised wasm (measured, per-chunk path).
+fn at(b: &[u8], i: usize) -> u8 {
+    b.get(i).copied().unwrap_or(0)
 }
 
 /// Index of the first non-whitespace byte at or after `i` (RFC 8259 §2 `ws`).
 fn ws(b: &[u8], mut i: usize) -> usize {
-    while matches!(b.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+    while matches!(at(b, i), b' ' | b'\t' | b'\n' | b'\r') {
         i += 1;
     }
     i
+}
+
+/// End (exclusive) of the value starting at `i` in text [`parse`] already validated: strings
+/// and brackets only, no grammar, so the walks after validation (`get`, `fields`, `items`)
+/// cost one byte test per byte instead of re-validating every nested value.
+fn skip(b: &[u8], mut i: usize) -> usize {
+    let mut depth = 0u32;
+    loop {
+        let c = at(b, i);
+        match c {
+            0 => return i,
+            b'"' => loop {
+                // Plain bytes eight at a time; then a quote, an escape, or the end.
+                i = string_run(b, i + 1);
+                match at(b, i) {
+                    b'\\' => i += 1,
+                    b'"' | 0 => break,
+                    _ => {}
+                }
+            },
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' if depth > 0 => depth -= 1,
+            b'}' | b']' | b',' | b':' | b' ' | b'\t' | b'\n' | b'\r' if depth == 0 => return i,
+            _ => {}
+        }
+        i += 1;
+        if depth == 0 && matches!(c, b'"' | b'}' | b']') {
+            return i;
+        }
+    }
 }
 
 /// End (exclusive) of the value starting at `i`, validating it.
@@ -43,41 +82,45 @@ fn ws(b: &[u8], mut i: usize) -> usize {
 pub fn parse_fields<'a, const N: usize>(text: &'a str, keys: [&str; N]) -> Option<[Option<Json<'a>>; N]> {
     let b = text.as_bytes();
     let start = ws(b, 0);
-    if b.get(start) != Some(&b'{') {
+    if at(b, start) != b'{' {
         return None;
     }
     let mut out = [None; N];
-    let end = members(text, start, 0, &keys, &mut out)?;
+    let end = members(text, start, Some(0), &keys, &mut out)?;
     (ws(b, end) == b.len()).then_some(out)
 }
 
-/// Walks the object starting at `i` (its `{`), validating it, and fills `out[k]` with the
-/// first member named `keys[k]`. Returns the index after the closing `}`.
-fn members<'a>(text: &'a str, i: usize, depth: u32, keys: &[&str], out: &mut [Option<Json<'a>>]) -> Option<usize> {
+/// Walks the object starting at `i` (its `{`) and fills `out[k]` with the first member named
+/// `keys[k]`; validating it at nesting `depth`, or (`None`) an already validated one. Returns
+/// the index after the closing `}`.
+fn members<'a>(text: &'a str, i: usize, depth: Option<u32>, keys: &[&str], out: &mut [Option<Json<'a>>]) -> Option<usize> {
     let b = text.as_bytes();
     let mut j = ws(b, i + 1);
-    if b.get(j) == Some(&b'}') {
+    if at(b, j) == b'}' {
         return Some(j + 1);
     }
     loop {
-        let kend = str_end(b, j)?;
+        let (kend, escaped) = str_span(b, j)?;
         // Keys almost never carry escapes: compare the raw bytes, unescape only if needed.
-        let k = Json { text: text.get(j..kend)? };
-        let raw = k.str_raw()?;
-        let plain = !raw.as_bytes().contains(&b'\\');
+        let k = Json { text: sub(text, j, kend)? };
+        let raw = sub(text, j + 1, kend - 1)?;
         j = ws(b, kend);
-        if b.get(j) != Some(&b':') {
+        if at(b, j) != b':' {
             return None;
         }
         let vstart = ws(b, j + 1);
-        let vend = value_end(b, vstart, depth + 1)?;
+        let vend = match depth {
+            Some(d) => value_end(b, vstart, d + 1)?,
+            None => skip(b, vstart),
+        };
         for (slot, key) in out.iter_mut().zip(keys) {
-            if slot.is_none() && (if plain { raw == *key } else { k.str_eq(key) }) {
-                *slot = Some(Json { text: text.get(vstart..vend)? });
+            // The length first: most keys differ in it, and that test needs no call.
+            if slot.is_none() && (if escaped { k.str_eq(key) } else { raw.len() == key.len() && raw == *key }) {
+                *slot = Some(Json { text: sub(text, vstart, vend)? });
             }
         }
         j = ws(b, vend);
-        match *b.get(j)? {
+        match at(b, j) {
             b',' => j = ws(b, j + 1),
             b'}' => return Some(j + 1),
             _ => return None,
@@ -86,7 +129,7 @@ fn members<'a>(text: &'a str, i: usize, depth: u32, keys: &[&str], out: &mut [Op
 }
 
 fn value_end(b: &[u8], i: usize, depth: u32) -> Option<usize> {
-    match *b.get(i)? {
+    match at(b, i) {
         b'"' => str_end(b, i),
         open @ (b'{' | b'[') => {
             if depth >= MAX_DEPTH {
@@ -94,19 +137,19 @@ fn value_end(b: &[u8], i: usize, depth: u32) -> Option<usize> {
             }
             let close = if open == b'{' { b'}' } else { b']' };
             let mut j = ws(b, i + 1);
-            if b.get(j) == Some(&close) {
+            if at(b, j) == close {
                 return Some(j + 1);
             }
             loop {
                 if open == b'{' {
                     j = ws(b, str_end(b, j)?);
-                    if b.get(j) != Some(&b':') {
+                    if at(b, j) != b':' {
                         return None;
                     }
                     j = ws(b, j + 1);
                 }
                 j = ws(b, value_end(b, j, depth + 1)?);
-                match *b.get(j)? {
+                match at(b, j) {
                     b',' => j = ws(b, j + 1),
                     c if c == close => return Some(j + 1),
                     _ => return None,
@@ -127,7 +170,7 @@ fn lit(b: &[u8], i: usize, word: &[u8]) -> Option<usize> {
 
 fn digits(b: &[u8], mut i: usize) -> Option<usize> {
     let start = i;
-    while b.get(i).is_some_and(u8::is_ascii_digit) {
+    while at(b, i).is_ascii_digit() {
         i += 1;
     }
     (i > start).then_some(i)
@@ -135,16 +178,16 @@ fn digits(b: &[u8], mut i: usize) -> Option<usize> {
 
 /// RFC 8259 §6: `-? int frac? exp?` (leading zeros tolerated).
 fn num_end(b: &[u8], mut i: usize) -> Option<usize> {
-    if b.get(i) == Some(&b'-') {
+    if at(b, i) == b'-' {
         i += 1;
     }
     i = digits(b, i)?;
-    if b.get(i) == Some(&b'.') {
+    if at(b, i) == b'.' {
         i = digits(b, i + 1)?;
     }
-    if matches!(b.get(i), Some(b'e' | b'E')) {
+    if matches!(at(b, i), b'e' | b'E') {
         i += 1;
-        if matches!(b.get(i), Some(b'+' | b'-')) {
+        if matches!(at(b, i), b'+' | b'-') {
             i += 1;
         }
         i = digits(b, i)?;
@@ -152,25 +195,47 @@ fn num_end(b: &[u8], mut i: usize) -> Option<usize> {
     Some(i)
 }
 
+/// `text[a..b]`, for indices at ASCII bytes of it (quotes, brackets, the first byte of a
+/// value, the end) — char boundaries, so no boundary check is needed (`str::get` makes two per
+/// slice, on every key and value of every event).
+fn sub(text: &str, a: usize, b: usize) -> Option<&str> {
+    let s = text.as_bytes().get(a..b)?;
+    // SAFETY: `text` is valid UTF-8 and both ends are at ASCII bytes or its ends, which are
+    // char boundaries, so the slice is valid UTF-8 too.
+    Some(unsafe { core::str::from_utf8_unchecked(s) })
+}
+
 /// End (exclusive, after the closing quote) of the string starting at `i` (RFC 8259 §7).
 fn str_end(b: &[u8], i: usize) -> Option<usize> {
-    if b.get(i) != Some(&b'"') {
+    str_span(b, i).map(|(end, _)| end)
+}
+
+/// `str_end`, and whether the string has an escape.
+fn str_span(b: &[u8], i: usize) -> Option<(usize, bool)> {
+    if at(b, i) != b'"' {
         return None;
     }
     let mut j = i + 1;
+    let mut escaped = false;
     loop {
-        match *b.get(j)? {
-            b'"' => return Some(j + 1),
-            b'\\' => match *b.get(j + 1)? {
+        j = string_run(b, j); // plain bytes eight at a time
+        match at(b, j) {
+            b'"' => return Some((j + 1, escaped)),
+            b'\\' => match at(b, j + 1) {
                 b'u' => {
                     hex4(b, j + 2)?;
                     j += 6;
+                    escaped = true;
                 }
-                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => j += 2,
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
+                    j += 2;
+                    escaped = true;
+                }
                 _ => return None,
             },
-            0..=0x1F => return None, // unescaped control characters are not allowed
-            _ => j += 1,
+            // Unescaped control characters are not allowed (0: the end); string_run stops
+            // at nothing else.
+            _ => return None,
         }
     }
 }
@@ -193,26 +258,8 @@ impl<'a> Json<'a> {
     /// The member `key` of an object (the first one, if repeated); `None` for non-objects.
     /// Keys are compared after unescaping.
     pub fn get(self, key: &str) -> Option<Json<'a>> {
-        if self.first() != b'{' {
-            return None;
-        }
-        let b = self.text.as_bytes();
-        let mut j = ws(b, 1);
-        while b.get(j) == Some(&b'"') {
-            let kend = str_end(b, j)?;
-            let k = Json { text: self.text.get(j..kend)? };
-            let vstart = ws(b, ws(b, kend) + 1); // skip ':' (validated by `parse`)
-            let vend = value_end(b, vstart, 0)?;
-            if k.str_eq(key) {
-                return Some(Json { text: self.text.get(vstart..vend)? });
-            }
-            j = ws(b, vend);
-            if b.get(j) != Some(&b',') {
-                return None;
-            }
-            j = ws(b, j + 1);
-        }
-        None
+        let [v] = self.fields([key]);
+        v
     }
 
     /// Several members of an object in one pass (the first of each key; `None` where absent
@@ -222,8 +269,8 @@ impl<'a> Json<'a> {
     pub fn fields<const N: usize>(self, keys: [&str; N]) -> [Option<Json<'a>>; N] {
         let mut out = [None; N];
         if self.first() == b'{' {
-            // Already validated by `parse`; depth is irrelevant for an in-bounds walk.
-            let _ = members(self.text, 0, 0, &keys, &mut out);
+            // Already validated by `parse`: walked, not validated again.
+            let _ = members(self.text, 0, None, &keys, &mut out);
         }
         out
     }
@@ -271,14 +318,22 @@ impl<'a> Json<'a> {
 
     /// The unescaped characters of a string (nothing for non-strings). No allocation.
     pub fn chars(self) -> Unescape<'a> {
-        Unescape { s: self.str_raw().unwrap_or("") }
+        Unescape { s: self.str_raw().unwrap_or("").chars() }
     }
 
     /// Number of Unicode scalar values in a string after unescaping (a `\uD83D\uDE00`
     /// surrogate pair is one; a lone surrogate counts one, as the U+FFFD it renders as).
     pub fn str_chars(self) -> Option<u32> {
-        self.str_raw()?;
-        Some(u32::try_from(self.chars().count()).unwrap_or(u32::MAX))
+        let raw = self.str_raw()?;
+        // Without escapes, the bytes that start a char (no decoding; not str's own count,
+        // whose unrolled loop is 1 KB of wasm), found in the same pass as the first escape.
+        let (mut n, mut esc) = (0, false);
+        for c in raw.bytes() {
+            n += usize::from(c & 0xC0 != 0x80);
+            esc |= c == b'\\';
+        }
+        let n = if esc { self.chars().count() } else { n };
+        Some(u32::try_from(n).unwrap_or(u32::MAX))
     }
 
     /// True when this is a string equal to `s` after unescaping.
@@ -299,60 +354,85 @@ pub struct Items<'a> {
     pos: usize,
 }
 
+impl<'a> Items<'a> {
+    /// The next element's members `keys` (as `Json::fields`; all `None` for a non-object), in
+    /// the one walk that also finds where it ends: `next()` and then `fields` walk each element
+    /// twice (per-event classification of `choices`).
+    pub fn next_fields<const N: usize>(&mut self, keys: [&str; N]) -> Option<[Option<Json<'a>>; N]> {
+        let b = self.text.as_bytes();
+        let start = ws(b, self.pos);
+        let mut out = [None; N];
+        let end = match at(b, start) {
+            b']' | 0 => {
+                self.pos = usize::MAX;
+                return None;
+            }
+            // Validated by `parse`: the walk cannot fail (else: as if it ran to the end).
+            b'{' => members(self.text, start, None, &keys, &mut out).unwrap_or(b.len()),
+            _ => skip(b, start),
+        };
+        let next = ws(b, end);
+        self.pos = if at(b, next) == b',' { next + 1 } else { usize::MAX };
+        Some(out)
+    }
+}
+
 impl<'a> Iterator for Items<'a> {
     type Item = Json<'a>;
     fn next(&mut self) -> Option<Json<'a>> {
         let b = self.text.as_bytes();
         let start = ws(b, self.pos);
-        let end = match b.get(start) {
-            Some(b']') | None => None,
-            Some(_) => value_end(b, start, 0),
+        let end = match at(b, start) {
+            b']' | 0 => None,
+            _ => Some(skip(b, start)),
         };
         let Some(end) = end else {
             self.pos = usize::MAX;
             return None;
         };
         let next = ws(b, end);
-        self.pos = if b.get(next) == Some(&b',') { next + 1 } else { usize::MAX };
-        Some(Json { text: self.text.get(start..end)? })
+        self.pos = if at(b, next) == b',' { next + 1 } else { usize::MAX };
+        Some(Json { text: sub(self.text, start, end)? })
     }
 }
 
 /// Decodes the escapes of a string's raw contents (RFC 8259 §7), one `char` at a time.
 #[derive(Clone, Debug)]
 pub struct Unescape<'a> {
-    s: &'a str,
+    // A `Chars` rather than re-slicing a `&str` per char (a boundary check each time: this
+    // iterator feeds auto mode's text tail with every answer char).
+    s: core::str::Chars<'a>,
 }
 
 impl Iterator for Unescape<'_> {
     type Item = char;
     fn next(&mut self) -> Option<char> {
-        let c = self.s.chars().next()?;
+        let c = self.s.next()?;
         if c != '\\' {
-            self.s = self.s.get(c.len_utf8()..).unwrap_or("");
             return Some(c);
         }
-        let b = self.s.as_bytes();
-        let (ch, used) = match b.get(1) {
+        // After the backslash.
+        let b = self.s.as_str().as_bytes();
+        let (ch, used) = match b.first() {
             Some(b'u') => {
-                let hi = hex4(b, 2).unwrap_or(0xFFFD);
-                let lo = if b.get(6..8) == Some(b"\\u") { hex4(b, 8) } else { None };
+                let hi = hex4(b, 1).unwrap_or(0xFFFD);
+                let lo = if b.get(5..7) == Some(b"\\u") { hex4(b, 7) } else { None };
                 match (hi, lo) {
                     (0xD800..=0xDBFF, Some(lo @ 0xDC00..=0xDFFF)) => {
-                        (char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)), 12)
+                        (char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)), 11)
                     }
-                    _ => (char::from_u32(hi), 6),
+                    _ => (char::from_u32(hi), 5),
                 }
             }
-            Some(b'n') => (Some('\n'), 2),
-            Some(b't') => (Some('\t'), 2),
-            Some(b'r') => (Some('\r'), 2),
-            Some(b'b') => (Some('\u{8}'), 2),
-            Some(b'f') => (Some('\u{C}'), 2),
-            Some(&e) => (Some(e as char), 2), // \" \\ \/
-            None => (None, 1),
+            Some(b'n') => (Some('\n'), 1),
+            Some(b't') => (Some('\t'), 1),
+            Some(b'r') => (Some('\r'), 1),
+            Some(b'b') => (Some('\u{8}'), 1),
+            Some(b'f') => (Some('\u{C}'), 1),
+            Some(&e) => (Some(e as char), 1), // \" \\ \/
+            None => (None, 0),
         };
-        self.s = self.s.get(used..).unwrap_or("");
+        self.s = self.s.as_str().get(used..).unwrap_or("").chars();
         Some(ch.unwrap_or('\u{FFFD}'))
     }
 }
@@ -382,6 +462,37 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn skip_ends_every_validated_value_where_validation_does() {
+        let docs = [
+            r#"{"a":"x\"}\\","b":[1,{"c":"]"},[]],"d":-1.5e+3,"e":true,"f":null,"g":{},"h":"\u00e9"}"#,
+            r#" { "a" : [ 1 , 2 ] , "b" : { "c" : "d" } , "e" : 3 } "#,
+            r#"{"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":" token"},"finish_reason":null}]}"#,
+        ];
+        for doc in docs {
+            let b = doc.as_bytes();
+            let v = parse(doc).unwrap();
+            let keys = ["a", "b", "d", "e", "f", "g", "h", "id", "choices"];
+            let mut validated = [None; 9];
+            members(v.text, 0, Some(0), &keys, &mut validated).unwrap();
+            assert_eq!(v.fields(keys), validated, "{doc}");
+            // Every value start (after `:`, `,` or `[`, and whitespace; outside strings).
+            let (mut in_str, mut esc, mut after) = (false, false, true);
+            for i in 0..b.len() {
+                let c = b[i];
+                if in_str {
+                    (in_str, esc) = (esc || c != b'"', !esc && c == b'\\');
+                    continue;
+                }
+                if after && !c.is_ascii_whitespace() && c != b']' {
+                    assert_eq!(Some(skip(b, i)), value_end(b, i, 0), "{doc} at {i}");
+                }
+                after = matches!(c, b':' | b',' | b'[') || (after && c.is_ascii_whitespace());
+                in_str = c == b'"';
+            }
+        }
+    }
 
     #[test]
     fn navigates_paths() {

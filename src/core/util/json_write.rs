@@ -43,8 +43,20 @@ impl JsonWriter {
         self.need_comma = true;
     }
 
-    /// Writes `"name":`; the value follows with one of the value methods.
+    /// Writes `"name":`; the value follows with one of the value methods. `name` is written
+    /// as it is: record keys are the contract's names (no quote, backslash or control
+    /// character). Not escaping them keeps the record writer small (issue 14); the maps whose
+    /// keys come from the app or the server (`correlation`, `userMarks`) use `key_escaped`.
     pub fn key(&mut self, name: &str) {
+        self.sep();
+        self.out.push('"');
+        self.out.push_str(name);
+        self.out.push_str("\":");
+        self.need_comma = false;
+    }
+
+    /// Writes `"name":` for a key that is data (escaped as a JSON string).
+    pub fn key_escaped(&mut self, name: &str) {
         self.sep();
         push_string(&mut self.out, name);
         self.out.push(':');

@@ -7,6 +7,7 @@
 //! * `decimal` — numbers from text (`str::parse::<f64>` alone is ~21 KB of wasm);
 //! * `hex` — lower-case hex for trace ids;
 //! * `math` — `ln`, `ceil`, `powi` without std;
+//! * `swar` — byte scans eight bytes at a time (line ends, JSON strings);
 //! * `text` — the one string truncator; `url` — the one URL splitter;
 //! * `test_rng` — the tests' deterministic PRNG (tests only).
 
@@ -15,6 +16,7 @@ pub mod hex;
 pub mod json_read;
 pub mod json_write;
 pub mod math;
+pub mod swar;
 pub mod text;
 pub mod url;
 #[cfg(test)]

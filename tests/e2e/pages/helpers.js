@@ -13,6 +13,9 @@ export async function startRum(opts = {}) {
       window.__recordTimes.set(r.id, performance.now());
     },
   });
+  // init() resolves before the core is in (issue 14); the tests that are not about that
+  // phase start from a fully started SDK.
+  await window.__rum.ready;
   return window.__rum.active;
 }
 
@@ -133,4 +136,33 @@ export async function renderAnswer(kind, query, { renderOpts = {}, beforeFetch =
   undo();
   el.remove();
   return { rec, loafs, fetchAt, start: rec.startEpochMs - performance.timeOrigin };
+}
+
+/**
+ * Test-only fault injection into the wasm core. The SDK bundles its glue (js/wasm/llm_rum.js),
+ * so the `Core` class is not reachable from a page; instead this wraps
+ * WebAssembly.instantiateStreaming and WebAssembly.instantiate so that the exports the glue
+ * calls (`chunk`, `es_message`, … of src/wasm/abi.rs) live in a plain object, returned here: a test swaps one for a throwing
+ * function and puts it back. Call it in a fresh page before its first init() (the glue
+ * instantiates once per page); the browser's functions are restored once the core is loaded.
+ * @returns {Record<string, Function>}
+ */
+export function hookCoreExports() {
+  const exports = {};
+  const { instantiateStreaming, instantiate } = WebAssembly;
+  const restore = () => Object.assign(WebAssembly, { instantiateStreaming, instantiate });
+  const wrap = (instance, module) => {
+    restore();
+    Object.assign(exports, instance.exports);
+    return { instance: { exports }, module };
+  };
+  WebAssembly.instantiateStreaming = async (...a) => {
+    const r = await instantiateStreaming.apply(WebAssembly, a);
+    return wrap(r.instance, r.module);
+  };
+  WebAssembly.instantiate = async (...a) => {
+    const r = await instantiate.apply(WebAssembly, a);
+    return r instanceof WebAssembly.Instance ? wrap(r, a[0]) : wrap(r.instance, r.module);
+  };
+  return exports;
 }

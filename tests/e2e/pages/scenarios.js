@@ -408,3 +408,28 @@ export async function autoConcurrent({ ui, queries }) {
     pages.forEach((p) => p.done());
   }
 }
+
+/**
+ * A failure inside the SDK mid-stream, in a fresh page (its core not loaded yet): every core
+ * call per chunk throws from the third chunk on. The app's stream must come whole all the same,
+ * measurement turns off with one warning, and the next request goes through untouched. The
+ * page's console entries this makes are taken out and returned (the spec checks them).
+ */
+export async function coreFault({ id }) {
+  const core = h.hookCoreExports();
+  const started = await h.startRum();
+  const chunk = core.chunk;
+  let calls = 0;
+  core.chunk = (...a) => {
+    if (++calls > 2) throw new Error('simulated core failure');
+    return chunk(...a);
+  };
+  const res = await fetch(`/v1/stream?tokens=40&gap_ms=2&seed=3&test_id=${id}`);
+  const got = await h.readAll(res);
+  const active = window.__rum.active;
+  core.chunk = chunk;
+  const after = await h.readAll(await fetch('/v1/stream?tokens=5&gap_ms=1'));
+  const logged = window.__console.splice(0);
+  await window.__rum.shutdown();
+  return { started, active, fnv: h.fnv1a64(got.bytes), n: got.bytes.length, afterN: after.bytes.length, calls, logged };
+}

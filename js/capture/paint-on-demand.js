@@ -1,0 +1,77 @@
+// Paint observation (capture/paint.js) is a chunk of its own. With `observe: 'auto'` (the
+// default, issue 15) or a named element, init() imports it in parallel with the core and
+// resolves only once it is in: auto mode must be watching before the first measured stream's
+// first frame, or that answer's first paint would be lost. Only with `observe: false` is it
+// loaded on first use, by the first rum.observe(el), which binds once it is in as it would
+// have (the current answer, or the next one). While that first load is under way, responses
+// wait for it before they reach the app (`hold`, fetch.js): the app cannot show an answer's
+// text before paint observation is there, so no first paint is missed (a same-origin chunk:
+// milliseconds, once per page; the response's `headers` time is still when it came).
+// tests/e2e/chunks.spec.js: a zero-prefill answer observed right after init() keeps its first
+// paint, and auto mode's first answer right after init() keeps its first paint.
+
+/**
+ * @param {() => Promise<typeof import('./paint.js')>} load  the chunk's dynamic import
+ * @param {import('../core.js').Core} core
+ * @param {Parameters<typeof import('./paint.js').makePaint>} args  makePaint's arguments
+ * @param {(key: string, message: string, err?: unknown) => void} warnOnce
+ */
+export function paintOnDemand(load, core, args, warnOnce) {
+  let paint = null;
+  let loading = null;
+  let stopped = false;
+  let held = null; // the first load while it is under way
+  const get = () =>
+    (loading ||= load().then(
+      (m) => (stopped ? null : (paint = core.fenced(() => m.makePaint(...args), null))),
+      (e) => {
+        warnOnce('paint', 'paint metrics off: the paint chunk did not load; requests are still measured', e);
+        return null;
+      },
+    ));
+  return {
+    /** Loads the chunk now (init() unless `observe: false`); never rejects. */
+    load: get,
+    /** The load under way, or null (see above). */
+    hold: () => held,
+    began: (h) => paint && paint.began(h),
+    confirmed: (h) => paint && paint.confirmed(h),
+    // Without paint the core was never told to wait for a paint: `done` is true.
+    ended: (h, done) => paint && paint.ended(h, done),
+    /** rum.flush(): records auto mode still holds go now (none before the chunk is in). */
+    settle: () => paint && paint.settle(),
+    observe(el) {
+      if (paint) return paint.observe(el);
+      let undo = null;
+      let cancelled = false;
+      const p = get();
+      if (!held) {
+        held = p;
+        p.then(() => (held = null));
+      }
+      p.then((p) => {
+        if (p && !cancelled) undo = core.fenced(() => p.observe(el), null);
+      });
+      return () => {
+        cancelled = true;
+        if (undo) undo();
+      };
+    },
+    stop() {
+      stopped = true;
+      if (paint) paint.stop();
+    },
+  };
+}
+
+/**
+ * The URL of the script this code runs in — dist/index.js, or the app's bundle or chunk once
+ * bundled — as LoAF's `sourceURL` names it: read from a stack trace, which no bundler rewrites
+ * (webpack, Parcel and Next.js replace `import.meta.url` at build time with the build machine's
+ * file:// path). Only Chromium has LoAF, so V8's frame format: "at [fn (]URL:line:col[)]".
+ * @returns {string | null}
+ */
+export function ownUrl() {
+  const m = /([a-z][\w+.-]*:\/\/[^\s()]+?):\d+:\d+/.exec(String(new Error().stack));
+  return m && m[1].split(/[?#]/)[0];
+}
