@@ -24,9 +24,10 @@ export const VERSION = '0.1.0';
 
 /**
  * @typedef {object} Core
- * @property {<T>(fn: (core: WasmCore) => T, otherwise?: T) => T} fenced  runs `fn` with the
- *   core while measurement is on and returns its result; else, or when `fn` throws (which
- *   turns measurement off, see `fail`), returns `otherwise`. Nothing escapes.
+ * @property {<T>(fn: (core: WasmCore, a?: any, b?: any, c?: any) => T, otherwise?: T, a?: any, b?: any, c?: any) => T} fenced
+ *   runs `fn` with the core (and `a`, `b`, `c`: so a hot path can pass a function that is not
+ *   a fresh closure) while measurement is on and returns its result; else, or when `fn` throws
+ *   (which turns measurement off, see `fail`), returns `otherwise`. Nothing escapes.
  * @property {() => boolean} live  whether measurement is on
  * @property {(err: unknown) => void} fail  turns measurement off for good: one warning, then
  *   the `onFail` callbacks (observers that would otherwise run on for nothing)
@@ -128,10 +129,10 @@ export function makeCore() {
   let on = true; // false once failed or stopped
   const failed = [];
   const core = {
-    fenced(fn, otherwise) {
+    fenced(fn, otherwise, a, b, c) {
       if (!live) return otherwise;
       try {
-        return fn(live);
+        return fn(live, a, b, c);
       } catch (e) {
         core.fail(e);
         return otherwise;

@@ -9,7 +9,11 @@
 // 2. Where llm-rum's per-chunk time goes (in-page stream, no network), memory after a very long
 //    stream, and the paint observer's cost per DOM mutation.
 //
-//   node scripts/bench.js [--chunks 100000] [--long 1000000] [--loads 10] [--firsts 40]
+//   node scripts/bench.js [--chunks 100000] [--long 1000000] [--loads 20] [--rounds 9] [--firsts 40]
+//
+// Noise: this machine is shared. Each timed drain starts from a collected heap (gc(), the page
+// runs with --expose-gc), so one variant's garbage is not collected on another's clock; the
+// figures are medians over interleaved rounds, printed with their interquartile range.
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
@@ -26,9 +30,9 @@ const arg = (name, dflt) => {
 };
 const CHUNKS = arg('chunks', 100_000);
 const LONG = arg('long', 1_000_000);
-const LOADS = arg('loads', 10);
+const LOADS = arg('loads', 20);
 const FIRSTS = arg('firsts', 40);
-const ROUNDS = 5;
+const ROUNDS = arg('rounds', 9);
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // The peer, bundled the way a page would ship it.
@@ -41,6 +45,11 @@ execFileSync(path.join(root, 'node_modules/.bin/esbuild'), [
 const brotli = (f) => zlib.brotliCompressSync(fs.readFileSync(f), { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length;
 const kb = (b) => (b / 1024).toFixed(1) + ' KB';
 const median = (a) => [...a].sort((x, y) => x - y)[a.length >> 1];
+/** The interquartile range, as "a–b". */
+const iqr = (a, d = 1) => {
+  const s = [...a].sort((x, y) => x - y);
+  return s[Math.floor((s.length - 1) / 4)].toFixed(d) + '–' + s[Math.ceil((3 * (s.length - 1)) / 4)].toFixed(d);
+};
 /** Interleaving: round `r` starts with a different variant, so none always goes first. */
 const rotate = (a, r) => a.map((_, i) => a[(i + r + a.length) % a.length]);
 
@@ -147,6 +156,7 @@ async function sideBySide() {
     (await import('/bench/otel.js')).start({ collector: '/otel-sink/v1/traces' });
     window.__variants = { bare: stream, 'llm-rum': rum.fetch, otel: globalThis.fetch };
     window.__drain = async (v) => {
+      gc(); // start from a collected heap: the previous variant's garbage is not ours
       const t0 = performance.now();
       const r = (await window.__variants[v]('/v1/chat/replay')).body.getReader();
       let reads = 0;
@@ -205,16 +215,24 @@ async function sideBySide() {
   const otelSize = brotli(path.join(benchDir, 'otel.js'));
   const perChunk = Object.fromEntries(VARIANTS.map((v) => [v, median(cpu[v])]));
   const firstP50 = Object.fromEntries(VARIANTS.map((v) => [v, median(first[v])]));
-  const row = (label, a, b, c) => console.log(`  ${label.padEnd(44)}${String(a).padStart(12)}${String(b).padStart(12)}${String(c).padStart(22)}`);
+  // "Added" is paired: the median over rounds (loads) of each round's difference, so a slow
+  // round slows every variant in it and cancels out; its interquartile range in brackets.
+  const added = (a, b) => a.map((x, i) => x - b[i]);
+  const plus = (d, digits, unit) => '+' + median(d).toFixed(digits) + unit;
+  const spread = (d, digits) => `(IQR ${iqr(d, digits)})`;
+  const row = (label, a, b, c) => console.log(`  ${label.padEnd(56)}${String(a).padStart(12)}${String(b).padStart(26)}${String(c).padStart(26)}`);
   console.log(`side by side, same page run, interleaved (Chromium ${browser.version()}):`);
   row('', 'bare fetch', 'llm-rum', 'OpenTelemetry fetch');
   row('always-loaded, brotli', '–', kb(size), kb(otelSize));
   row(`import → init() resolved, median of ${LOADS} fresh loads`, median(ready.bare).toFixed(1) + ' ms', median(ready['llm-rum']).toFixed(1) + ' ms', median(ready.otel).toFixed(1) + ' ms');
-  row('  added over the floor (bare: a no-op module)', '–', '+' + (median(ready['llm-rum']) - median(ready.bare)).toFixed(1) + ' ms', '+' + (median(ready.otel) - median(ready.bare)).toFixed(1) + ' ms');
+  row('  its IQR', iqr(ready.bare), iqr(ready['llm-rum']), iqr(ready.otel));
+  const overFloor = (v) => added(ready[v], ready.bare);
+  row('  added over the floor, per load (bare: no-op module)', '–', plus(overFloor('llm-rum'), 1, ' ms') + ' ' + spread(overFloor('llm-rum'), 1), plus(overFloor('otel'), 1, ' ms') + ' ' + spread(overFloor('otel'), 1));
   row('  of which init() / start() itself', '–', median(started['llm-rum']).toFixed(1) + ' ms', median(started.otel).toFixed(1) + ' ms');
   row('  import → wasm core in (rum.ready)', '–', median(coreIn).toFixed(1) + ' ms', '–');
-  row(`main-thread CPU per chunk (${events} server writes)`, perChunk.bare.toFixed(2) + ' µs', perChunk['llm-rum'].toFixed(2) + ' µs', perChunk.otel.toFixed(2) + ' µs');
-  row('  added over bare fetch', '–', '+' + (perChunk['llm-rum'] - perChunk.bare).toFixed(2) + ' µs', '+' + (perChunk.otel - perChunk.bare).toFixed(2) + ' µs');
+  row(`main-thread CPU per chunk (${events} server writes, ${ROUNDS} rounds)`, perChunk.bare.toFixed(2) + ' µs', perChunk['llm-rum'].toFixed(2) + ' µs', perChunk.otel.toFixed(2) + ' µs');
+  const overBare = (v) => added(cpu[v], cpu.bare);
+  row('  added over bare fetch, per round', '–', plus(overBare('llm-rum'), 2, ' µs') + ' ' + spread(overBare('llm-rum'), 2), plus(overBare('otel'), 2, ' µs') + ' ' + spread(overBare('otel'), 2));
   row(`first token to the app, p50 of ${FIRSTS}`, firstP50.bare.toFixed(2) + ' ms', firstP50['llm-rum'].toFixed(2) + ' ms', firstP50.otel.toFixed(2) + ' ms');
   row('  added over bare fetch', '–', '+' + (firstP50['llm-rum'] - firstP50.bare).toFixed(2) + ' ms', '+' + (firstP50.otel - firstP50.bare).toFixed(2) + ' ms');
   console.log("  (import → init(), bare: importing a no-op module of index.js's size, the browser's floor)");
@@ -284,6 +302,7 @@ async function breakdown() {
         return { body };
       };
       const time = async (f) => {
+        gc();
         const t0 = performance.now();
         const count = await drain(await f('/v1/chat/completions'));
         if (count !== n) throw new Error('chunks lost: ' + count);

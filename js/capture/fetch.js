@@ -209,7 +209,18 @@ function wrapBody(cap, h, res, bytes) {
  *   the first read always goes through the stream, which marks the body disturbed
  *   (`bodyUsed`) as natively.
  */
+/**
+ * One chunk into the core, stamped now: a function of its own, not a closure per chunk
+ * (`fenced` hands it the extra arguments). `perf`: the Performance object, read once — each
+ * `performance` is a Window getter call, on a path that takes two clock readings per chunk.
+ */
+function chunkIn(core, h, value, asked) {
+  core.chunk(h, perf.now(), value, asked);
+}
+let perf;
+
 function pump(cap, h) {
+  perf = performance;
   let reader = null;
   let ctl = null; // the app-facing stream's controller
   let ended = false;
@@ -243,7 +254,7 @@ function pump(cap, h) {
   };
   // `asked`: when the app's read asked for this chunk (the core tells the app's own time
   // from a network silence with it: src/core/request/delivery.rs).
-  const measure = (value, asked) => cap.core.fenced((core) => core.chunk(h, performance.now(), value, asked));
+  const measure = (value, asked) => cap.core.fenced(chunkIn, undefined, h, value, asked);
   const step = (c, { done, value }, asked) => {
     if (done) {
       endOnce(OK);
@@ -260,7 +271,7 @@ function pump(cap, h) {
     if (open) c.enqueue(value);
     return undefined;
   };
-  const pull = (c, asked = performance.now()) => {
+  const pull = (c, asked = perf.now()) => {
     disturbed = true;
     pulls++;
     return reader.read().then(
@@ -335,7 +346,7 @@ function pump(cap, h) {
           // The stream's own path: a released reader, the first read, a stream we ended, a
           // chunk queued or on its way back (orphans), a pull under way, or another `this`.
           if (this !== r || released || !disturbed || !open || pulls || orphans || ctl.desiredSize !== 0) return nativeRead.call(this);
-          const asked = performance.now();
+          const asked = perf.now();
           fastReads++;
           return reader.read().then((r2) => fast(r2, asked), failed);
         });
