@@ -259,8 +259,20 @@ async function breakdown() {
         });
       };
       // Load the wasm first with the real fetch; the next init() then captures the fake
-      // in-page fetch below as "native".
+      // in-page fetch below as "native". Its instance (one per page, shared by every init())
+      // is caught on the way, for its linear memory below.
+      let rumMemory = null;
+      const instantiate = { s: WebAssembly.instantiateStreaming, b: WebAssembly.instantiate };
+      const catchMemory = (f) => async (...a) => {
+        const r = await f.apply(WebAssembly, a);
+        rumMemory ||= (r.instance || r).exports.memory;
+        return r;
+      };
+      WebAssembly.instantiateStreaming = catchMemory(instantiate.s);
+      WebAssembly.instantiate = catchMemory(instantiate.b);
       await (await window.llmRum.init({ patchGlobals: false })).shutdown();
+      WebAssembly.instantiateStreaming = instantiate.s;
+      WebAssembly.instantiate = instantiate.b;
       let n = CHUNKS;
       globalThis.fetch = async () => new Response(source(n), { headers: { 'content-type': 'text/event-stream' } });
       const fake = globalThis.fetch;
@@ -328,7 +340,7 @@ async function breakdown() {
       await off.shutdown();
       // The glue on its own (scripts/build.sh bundles it into dist/index.js).
       const glue = await import('/glue/llm_rum.js');
-      const wasm = await glue.default({ module_or_path: await window.__native('/dist/wasm/llm_rum_bg.wasm') });
+      await glue.default({ module_or_path: await window.__native('/dist/wasm/llm_rum_bg.wasm') });
       // The core alone (no stream machinery): one 174-byte OpenAI chunk per call.
       const ev = new TextEncoder().encode('data: {"id":"chatcmpl-123","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o","choices":[{"index":0,"delta":{"content":" token"},"finish_reason":null}]}\n\n');
       const core = new glue.Core(JSON.stringify({ pageOrigin: location.origin }));
@@ -358,19 +370,26 @@ async function breakdown() {
         paintRuns.push(performance.now() - t0);
       }
       core.end(ph, 0, FORGET);
-      // Memory: one very long stream; the per-request state must not grow with length.
+      // Memory: the per-request state must not grow with the answer's length. The heap and
+      // the SDK's wasm memory after a stream a tenth as long, then after the very long one
+      // (each after GC; the first also warms up whatever a first stream allocates for good).
+      n = LONG / 10;
+      await drain(await rum.fetch('/v1/chat/completions'));
+      await rum.flush();
       gc();
+      gc(); // twice: what the first frees can hold more (weak maps, finalizers)
       const heap0 = performance.memory.usedJSHeapSize;
-      const mem0 = wasm.memory.buffer.byteLength;
+      const mem0 = rumMemory.buffer.byteLength;
       n = LONG;
       const tLong0 = performance.now();
       await drain(await rum.fetch('/v1/chat/completions'));
       const longMs = performance.now() - tLong0;
+      await rum.flush();
+      gc();
       gc();
       const heap1 = performance.memory.usedJSHeapSize;
-      const mem1 = wasm.memory.buffer.byteLength;
-      // Its record as delivered: shown nowhere, auto mode holds it a few frames (flush: now).
-      await rum.flush();
+      const mem1 = rumMemory.buffer.byteLength;
+      // Its record as delivered: shown nowhere, auto mode holds it a few frames (flush above).
       const last = records[records.length - 1];
 
       // Paint observer: main-thread cost per DOM mutation of an observed answer element
@@ -467,9 +486,10 @@ async function breakdown() {
   console.log(`  auto mode off          ${result.wrappedOff.toFixed(1)} ms  (${us(result.wrappedOff)} µs/chunk; auto mode's share ${us(result.wrapped - result.wrappedOff)} µs/chunk)`);
   console.log(`  core.chunk() alone     ${us(result.core)} µs per 174-byte OpenAI chunk (wasm parse + metrics)`);
   console.log(`  core.paint() alone     ${(result.paint * 1000).toFixed(3)} µs per painted frame of an observed answer (worst case: a probe found nowhere)`);
-  console.log(`memory, one ${LONG}-chunk stream (${result.longMs.toFixed(0)} ms, record: ${result.lastChunks} chunks, ${result.lastTokens} tokens):`);
-  console.log(`  wasm linear memory     ${result.mem0} → ${result.mem1} bytes`);
-  console.log(`  JS heap after GC       ${result.heap0} → ${result.heap1} bytes (${result.heap1 - result.heap0 >= 0 ? '+' : ''}${result.heap1 - result.heap0})`);
+  console.log(`memory, after a ${LONG / 10}-chunk stream → after a ${LONG}-chunk one (${result.longMs.toFixed(0)} ms, record: ${result.lastChunks} chunks, ${result.lastTokens} tokens):`);
+  const diff = (a, b) => `${b - a >= 0 ? '+' : ''}${b - a}`;
+  console.log(`  SDK wasm memory        ${result.mem0} → ${result.mem1} bytes (${diff(result.mem0, result.mem1)})`);
+  console.log(`  JS heap after GC       ${result.heap0} → ${result.heap1} bytes (${diff(result.heap0, result.heap1)})`);
   const per = (ms) => ((ms * 1000) / result.MUT).toFixed(3);
   console.log(`paint observer, ${result.MUT} mutations of an answer element (median of ${ROUNDS} rounds):`);
   console.log(`  unobserved element     ${per(result.mutPlain)} µs/mutation`);

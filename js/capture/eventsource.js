@@ -70,6 +70,7 @@ export function makeEventSource(Native, param, warnOnce, load, defer) {
 }
 
 function measured(Native, param, warnOnce, load, defer) {
+  const perf = performance;
   /** @type {import('./requests.js').Capture | null | undefined} undefined: not yet; null: failed */
   let cap;
   /** es-measure.js's `measuring`, once loaded (false: it failed to load). */
@@ -145,7 +146,7 @@ function measured(Native, param, warnOnce, load, defer) {
         // The URL the app gave, not the one with our parameter.
         if (added) Object.defineProperty(this, 'url', { get: () => m.url, configurable: true });
         m.on = (ev) => {
-          const at = performance.now();
+          const at = perf.now(); // once per event: the Performance object read once (fetch.js)
           if (!m.kept) impl.event(m, ev, at, this.readyState);
           else if (m.kept.length < MAX_KEPT) m.kept.push([ev, at, this.readyState]);
           else stop(this, m);
