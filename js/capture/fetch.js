@@ -192,6 +192,16 @@ function wrapBody(cap, h, res, bytes) {
 }
 
 /**
+ * One chunk into the core, stamped now: a function of its own, not a closure per chunk
+ * (`fenced` hands it the extra arguments). `perf`: the Performance object, read once — each
+ * `performance` is a Window getter call, on a path that takes two clock readings per chunk.
+ */
+function chunkIn(core, h, value, asked) {
+  core.chunk(h, perf.now(), value, asked);
+}
+let perf;
+
+/**
  * The measuring pass-through between the original body's reader and the stream the app
  * reads. Two ways through, the same bytes and the same record:
  * - the stream's own source (`source`): pulls the original body only when the app reads
@@ -209,16 +219,6 @@ function wrapBody(cap, h, res, bytes) {
  *   the first read always goes through the stream, which marks the body disturbed
  *   (`bodyUsed`) as natively.
  */
-/**
- * One chunk into the core, stamped now: a function of its own, not a closure per chunk
- * (`fenced` hands it the extra arguments). `perf`: the Performance object, read once — each
- * `performance` is a Window getter call, on a path that takes two clock readings per chunk.
- */
-function chunkIn(core, h, value, asked) {
-  core.chunk(h, perf.now(), value, asked);
-}
-let perf;
-
 function pump(cap, h) {
   perf = performance;
   let reader = null;
