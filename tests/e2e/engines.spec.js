@@ -27,11 +27,18 @@ const FRAME = 1000 / 60;
 // `frame`, but in WebKitGTK three frames — its software rendering under Xvfb drops frames on
 // a loaded machine (CI read a median p95 of 37.5 ms over 5 answers where a quiet machine
 // reads 17 ms; its first paints stayed within two frames).
+// `early`: how far a page's wall time (`performance.timeOrigin + performance.now()`, the
+// records' `startEpochMs + offset`) may read before the server's exact one: a step for now()'s
+// floor and a step for timeOrigin's, which is coarsened too (WebKit's Performance::timeOrigin
+// applies reduceTimeResolution: whole ms in WebKitGTK and Firefox here, their sum minus
+// Date.now() seen in [−1, 0] ms in WebKit and [−2, +2] in Firefox with its jittered clock;
+// CI failed a one-step bound in WebKit), plus 0.5 ms for the two processes' clock readings.
 const ENGINE = {
   chromium: { step: 0.1, lag: 3, frame: 20, tail: 20 },
   firefox: { step: 1, lag: 4, frame: 22, tail: 22 },
   webkit: { step: 1, lag: 4, frame: 2 * FRAME + 2, tail: 3 * FRAME + 2 },
 };
+for (const t of Object.values(ENGINE)) t.early = 2 * t.step + 0.5;
 // A single delivery can wait for scheduling (fetch-metrics.spec.js: 66 ms seen once in CI).
 const SANITY = 150;
 const ENGINES = (process.env.RUM_ENGINES || 'chromium,firefox,webkit').split(',');
@@ -57,7 +64,7 @@ function expectOnTime(rec, reads, writes, tol) {
   const arrival = reads.flatMap((r) => Array(r.n).fill(r.t));
   expect(arrival).toHaveLength(writes.length);
   const lags = writes.map((w, i) => rec.startEpochMs + arrival[i] - w.epoch);
-  expect(Math.min(...lags)).toBeGreaterThan(-(tol.step + 0.5));
+  expect(Math.min(...lags)).toBeGreaterThan(-tol.early);
   expect(percentile(lags, 0.5)).toBeLessThan(tol.lag);
   expect(Math.max(...lags)).toBeLessThan(SANITY);
   const jitter = Math.max(...lags) - Math.min(...lags);
@@ -82,7 +89,7 @@ function arrivalsOf(reads, window) {
   }
   return events;
 }
-const stat = (xs) => ({ median: +percentile(xs, 0.5).toFixed(2), max: +Math.max(...xs).toFixed(2), maxAbs: +Math.max(...xs.map(Math.abs)).toFixed(2), n: xs.length });
+const stat = (xs) => ({ median: +percentile(xs, 0.5).toFixed(2), min: +Math.min(...xs).toFixed(2), max: +Math.max(...xs).toFixed(2), maxAbs: +Math.max(...xs.map(Math.abs)).toFixed(2), n: xs.length });
 
 for (const engine of ENGINES) {
   test.describe(engine, () => {
@@ -179,7 +186,7 @@ for (const engine of ENGINES) {
       note(engine, 'ttftError', stat(ttftErr));
       note(engine, 'totalError', stat(totalErr));
       note(engine, 'tokenLag', stat(tokenLag));
-      for (const e of [...ttftErr, ...totalErr]) expect(e).toBeGreaterThan(-(tol.step + 0.5));
+      for (const e of [...ttftErr, ...totalErr]) expect(e).toBeGreaterThan(-tol.early);
       expect(percentile(ttftErr, 0.5)).toBeLessThan(tol.lag);
       expect(percentile(totalErr, 0.5)).toBeLessThan(tol.lag);
     });
@@ -222,7 +229,7 @@ for (const engine of ENGINES) {
       expect([rec.delivery.arrivals, rec.delivery.largestArrivalShare, rec.upstreamBuffered]).toEqual([1, 1, true]);
       expect(rec.upstreamHints).toEqual([]);
       // The first token reached the page when nginx let the answer go: after the server's last write.
-      expect(lag(rec, rec.ttft, writes[writes.length - 1])).toBeGreaterThan(-(tol.step + 0.5));
+      expect(lag(rec, rec.ttft, writes[writes.length - 1])).toBeGreaterThan(-tol.early);
       expect(lag(rec, rec.ttft, writes[writes.length - 1])).toBeLessThan(SANITY);
       // 2. A long answer through 4 KB buffers: several bursts.
       ({ rec } = await answer('/buffers-4k/v1/chat/completions', 'prefill_ms=100&gap_ms=10&tokens=120'));
@@ -238,7 +245,7 @@ for (const engine of ENGINES) {
       expect(rec.delivery.eventsPerArrival.p50).toBe(1);
       expect(rec.upstreamHints).toEqual([]);
       expectOnTime(rec, reads, writes, tol);
-      expect(lag(rec, rec.ttft, writes[0])).toBeGreaterThan(-(tol.step + 0.5));
+      expect(lag(rec, rec.ttft, writes[0])).toBeGreaterThan(-tol.early);
       expect(lag(rec, rec.ttft, writes[0])).toBeLessThan(SANITY);
       // 4. gzip on text/event-stream: what the page sees, and the encoding named.
       ({ rec } = await answer('/gzip/v1/chat/completions', 'prefill_ms=100&gap_ms=10&tokens=120'));
@@ -456,7 +463,7 @@ for (const engine of ENGINES) {
       expect(app).toHaveLength(30);
       expect(rec.ttft).toBeLessThanOrEqual(app[0] + tol.step + 0.01);
       const lags = writes.map((w, i) => rec.startEpochMs + app[i] - w.epoch);
-      expect(Math.min(...lags)).toBeGreaterThan(-(tol.step + 0.5));
+      expect(Math.min(...lags)).toBeGreaterThan(-tol.early);
       expect(percentile(lags, 0.5)).toBeLessThan(tol.lag);
       expect(lag(rec, rec.ttft, writes[0])).toBeLessThan(SANITY);
       expect(rec.stalls.count).toBe(1);
@@ -493,7 +500,7 @@ for (const engine of ENGINES) {
       for (const [rec, t] of [[a, truths[0]], [c, truths[1]]]) {
         const writes = contentWrites(t);
         expect(rec.contentEvents).toBe(10);
-        expect(lag(rec, rec.ttft, writes[0])).toBeGreaterThan(-(tol.step + 0.5));
+        expect(lag(rec, rec.ttft, writes[0])).toBeGreaterThan(-tol.early);
         expect(lag(rec, rec.ttft, writes[0])).toBeLessThan(SANITY);
       }
     });
