@@ -50,14 +50,14 @@ test("with `observe: false`, the first rum.observe() loads paint observation: th
   expectPaintsKept(rec);
 });
 
-test('with `observe` and `collector`, both chunks are in before init() resolves', async ({ page }) => {
+test('with `observe` and `collector`, both chunks are in by the time the core is (rum.ready)', async ({ page }) => {
   await openPage(page);
   await page.context().route('**/rum-sink', (route) => route.fulfill({ status: 204 }));
   expect(await page.evaluate(async () => (await import('/helpers.js')).startRum({ observe: 'body', collector: '/rum-sink' }))).toBe(true);
   expect((await chunksLoaded(page)).sort()).toEqual(['paint', 'transport']);
 });
 
-test("by default (auto mode) the paint chunk is in before init() resolves: the page's first answer, named nowhere, keeps its first paint", async ({ page }) => {
+test("by default (auto mode) the paint chunk is in by the time the core is (rum.ready): the page's first answer, named nowhere, keeps its first paint", async ({ page }) => {
   await openPage(page);
   expect(await page.evaluate(async () => (await import('/helpers.js')).startRum())).toBe(true);
   expect(await chunksLoaded(page)).toEqual(['paint']);
