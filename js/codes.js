@@ -1,7 +1,7 @@
 // The closed sets the facade hands the core by number (so no string crosses per call), named
 // once. The core reads the same codes: Outcome::from_code and FORGET in
-// src/core/request/kinds.rs (and PAINT_*), FlushReason::ALL in src/core/beacon/reason.rs;
-// tests/wire_contract.rs checks that both sides agree.
+// src/core/request/kinds.rs (and PAINT_*); tests/wire_contract.rs checks that both sides
+// agree. The flush reasons are the beacon's own (deliver/queue.js names them).
 
 // How a request ended (Core::end). The core may still judge otherwise: 'partial' while the
 // page unloads.
@@ -17,7 +17,10 @@ export const PAINT_NONE = 0;
 export const PAINT_OBSERVED = 1;
 export const PAINT_AUTO = 2;
 
-// Why a beacon is sent (Core::transport_take): its `reason`, `Beacon['reason']` in index.d.ts.
+// Why a beacon is sent: its `reason`, by code, which deliver/queue.js REASONS names
+// (`Beacon['reason']` in index.d.ts; tests/e2e/queue.spec.js checks the three agree). Numbers,
+// not the names: the bundler inlines a number into each chunk, where a shared string would
+// split off a chunk of its own that every page loads.
 /** The queue's own schedule. */
 export const FLUSH_TIMER = 0;
 /** rum.flush() (and shutdown()). */

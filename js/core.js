@@ -18,7 +18,7 @@ export const VERSION = '0.1.0';
 /**
  * The `Core` class the wasm exports (src/wasm/exports.rs): requests by handle (`begin`,
  * `response`, `chunk`, `end`, the `es_*` and paint inputs), the current request, finished
- * records and the beacon queue. Only ever touched inside `fenced`.
+ * records (for onRecord and the collector). Only ever touched inside `fenced`.
  * @typedef {any} WasmCore
  */
 
@@ -50,13 +50,14 @@ export function unmeasurable(nativeFetch) {
 
 /**
  * Loads the wasm core and builds it from the options into `core` (made by makeCore). Resolves
- * to false — after one warning — when it cannot load (a CSP without 'wasm-unsafe-eval', the
+ * to the tab session (ids.js tabSession: the beacons' `session`), or to false — after one
+ * warning — when it cannot load (a CSP without 'wasm-unsafe-eval', the
  * file missing): the page then keeps its native APIs. Its first step, the wasm's request, is
  * taken synchronously (issue 14: ready time); init() resolves while the rest goes on.
  * @param {ReturnType<typeof import('./options.js').normalize>[0]} opts
  * @param {typeof fetch} nativeFetch
  * @param {Core} core
- * @returns {Promise<boolean>}
+ * @returns {Promise<{ id: string, sampled: boolean } | false>}
  */
 export async function loadCore(opts, nativeFetch, core) {
   try {
@@ -78,13 +79,12 @@ export async function loadCore(opts, nativeFetch, core) {
       clockStepMs: clockStep(),
       stripQuery: opts.stripQuery,
       templateIds: opts.templateIds,
-      beforeSend: !!opts.beforeSend, // only with a collector (options.js)
       sampled: session.sampled,
       budgets: Object.entries(opts.budgets),
-      beacon: opts.collector ? { sdk: 'llm-rum/' + VERSION, session: session.id } : null,
+      collect: !!opts.collector, // records also go out for the beacon queue (deliver/queue.js)
     };
     core.attach(new WasmCoreClass(JSON.stringify(config)));
-    return true;
+    return session;
   } catch (e) {
     warn('measurement disabled: the wasm core did not load', e);
     return false;

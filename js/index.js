@@ -127,7 +127,7 @@ function start(options, native, undo, down) {
   for (const k of patched) g[k] = ours[k];
 
   const ready = loading
-    .then((ok) => (ok && !stopped ? setup(opts, native, core, chunks, early, es, life, warnOnce, ours, undo) : null))
+    .then((tab) => (tab && !stopped ? setup(opts, native, core, tab, chunks, early, es, life, warnOnce, ours, undo) : null))
     .then(
       (started) => {
         if (!started) {
@@ -188,10 +188,11 @@ function start(options, native, undo, down) {
  * The SDK proper, once the core is in: the modules, the measuring fetch, and the requests made
  * before, measured. Returns the methods the Rum hands on to.
  */
-async function setup(opts, native, core, { sender, painter }, early, es, life, warnOnce, ours, undo) {
+async function setup(opts, native, core, tab, { sender, painter }, early, es, life, warnOnce, ours, undo) {
   const g = globalThis;
   const route = (url) => templateOf(opts.urlTemplates, url);
-  const transport = sender ? await (await sender).startTransport(core, opts, native.fetch, { warn, base, route, raw, warnOnce }) : null;
+  const ids = { sdk: 'llm-rum/' + VERSION, session: tab.id };
+  const transport = sender ? await (await sender).startTransport(core, opts, native.fetch, { warn, base, route, raw, warnOnce, ids }) : null;
   if (transport) undo.push(transport.stop);
   const deliver = makeDeliver(core, opts, transport, warnOnce);
   const paint = paintOnDemand(() => painter || import('./capture/paint.js'), core, [core, opts, warnOnce, deliver, ownUrl()], warnOnce);

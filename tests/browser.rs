@@ -20,15 +20,17 @@ fn core() -> Core {
             "propagate":["https://api.example.com","https://other.example.com/v1/"],
             "correlation":["x-request-id","openai-processing-ms"],
             "stallThresholdMs":250,"clockStepMs":0.1,"stripQuery":true,"sampled":true,
-            "budgets":[["ttft",100],["itl.p95",1000]],"beacon":null}"#,
+            "budgets":[["ttft",100],["itl.p95",1000]],"collect":false}"#,
     )
 }
 
-/// Limits the JS facade reads from the core instead of repeating them.
+/// The beacon's `page`, which the facade's queue asks the core for: templated like a record's
+/// `url`, the app's template first.
 #[wasm_bindgen_test]
-fn limits_are_exported() {
+fn the_beacon_page_is_templated() {
     let mut c = core();
-    assert_eq!(c.max_payload(), 60 * 1024);
+    assert_eq!(c.page("/c/3f6c1e2a-9b4d-4c8e-a1f0-7d2b5e9c4a61", ""), "/c/:id");
+    assert_eq!(c.page("/c/3f6c1e2a-9b4d-4c8e-a1f0-7d2b5e9c4a61", "/c/:conversation"), "/c/:conversation");
 }
 
 /// Response headers as the glue hands them over: what a real `Headers` object iterates (names
@@ -57,7 +59,8 @@ fn get(v: &JsValue, path: &str) -> JsValue {
 fn records(c: &mut Core) -> JsValue {
     let text = c.take_records(false);
     assert!(!text.is_empty(), "a record was expected");
-    JSON::parse(&text).expect("records are valid JSON")
+    // One record per line (what js/deliver/records.js joins into an array).
+    JSON::parse(&format!("[{}]", text.replace('\n', ","))).expect("records are valid JSON")
 }
 
 const SSE: &str = "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n\

@@ -274,32 +274,33 @@ fn properties_over_random_schedules() {
     }
 }
 
+/// With a collector, a hidden page's running requests go out as `partial` snapshots; the
+/// request runs on and its final record has the same id (the beacon queue, js/deliver/queue.js,
+/// lets it replace the partial: tests/e2e/queue.spec.js).
 #[test]
-fn hidden_page_queues_partials_that_the_final_record_supersedes() {
-    use llm_rum::core::beacon::{queue::MAX_PAYLOAD, BeaconQueue, FlushReason};
+fn hidden_page_sends_partials_that_the_final_record_supersedes() {
     let mut s = session(&[]);
-    s.beacon = Some(BeaconQueue::new("llm-rum/t", "sess"));
+    s.cfg.collect = true;
     let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[7u8; 32]);
     s.get(h).unwrap().on_headers(10.0, 200, "text/event-stream", false);
     s.get(h).unwrap().on_chunk(100.0, chunk("Hi").as_bytes());
     s.snapshot_running(150.0);
-    let tr = s.beacon.as_mut().unwrap();
-    let p = tr.take(MAX_PAYLOAD, FlushReason::Hidden, true, "/", 150.0, -1.0).unwrap();
-    let b = tr.last_batch();
-    tr.result(b, 150.0, 200, -1.0, 0.0);
-    has(&p, "\"outcome\":\"partial\"");
-    has(&p, "\"end\":150");
-    has(&p, "\"ttft\":100,");
+    let p = s.take_outgoing();
+    assert_eq!(p.len(), 1);
+    has(&p[0], "\"outcome\":\"partial\"");
+    has(&p[0], "\"end\":150");
+    has(&p[0], "\"ttft\":100,");
+    assert!(s.take_finished().is_empty(), "onRecord does not see the partial");
     // The request keeps running and completes: same id, outcome ok, real end.
     assert!(s.get(h).unwrap().end.is_none(), "the snapshot did not end the request");
     s.get(h).unwrap().on_chunk(200.0, chunk("!").as_bytes());
     s.end(h, 210.0, Outcome::Ok);
-    let tr = s.beacon.as_mut().unwrap();
-    let q = tr.take(MAX_PAYLOAD, FlushReason::Timer, false, "/", 5000.0, -1.0).unwrap();
-    has(&q, "\"outcome\":\"ok\"");
-    has(&q, "\"end\":210");
-    let id = |x: &str| x.split("\"records\":[{\"id\":\"").nth(1).unwrap()[..16].to_string();
-    assert_eq!(id(&p), id(&q));
+    let q = s.take_outgoing();
+    assert_eq!(q.len(), 1);
+    has(&q[0], "\"outcome\":\"ok\"");
+    has(&q[0], "\"end\":210");
+    let id = |x: &str| x.split("{\"id\":\"").nth(1).unwrap()[..16].to_string();
+    assert_eq!(id(&p[0]), id(&q[0]));
     assert_eq!(s.take_finished().len(), 1, "onRecord sees only the final record");
 }
 
@@ -323,43 +324,41 @@ fn recorded_urls_are_templated_and_the_app_template_wins() {
     has(&run(&mut s, None), "\"url\":\"https://chat.example/v1/threads/thread_9QxZr4kLmN2pT7vB1cD5eF8g/runs/98765\"");
 }
 
-/// With a `beforeSend` hook, nothing reaches the beacon queue on its own: finished records
-/// and partial snapshots wait in `take_outgoing` (bounded), and what the hook returns is
-/// queued through the queue's `restore`, where dedupe by id applies as to any record.
+/// Records go out for the collector only with one (`collect`): finished records and partial
+/// snapshots, in order, each once; bounded when the facade does not take them (measurement
+/// failed in the page), the oldest dropped and counted.
 #[test]
-fn before_send_holds_records_for_the_hook() {
-    use llm_rum::core::beacon::{queue::MAX_PAYLOAD, BeaconQueue, FlushReason};
+fn records_go_out_for_the_collector_only_with_one() {
     let mut s = session(&[]);
-    s.cfg.before_send = true;
-    s.beacon = Some(BeaconQueue::new("llm-rum/t", "sess"));
-    let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[7u8; 32]);
-    s.get(h).unwrap().on_headers(10.0, 200, "text/event-stream", false);
-    s.get(h).unwrap().on_chunk(100.0, chunk("Hi").as_bytes());
+    let run = |s: &mut Session, i: u8| {
+        let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[i; 32]);
+        s.get(h).unwrap().on_headers(10.0, 200, "text/event-stream", false);
+        s.get(h).unwrap().on_chunk(100.0, chunk("Hi").as_bytes());
+        h
+    };
+    let h = run(&mut s, 1);
     s.snapshot_running(150.0);
     s.end(h, 210.0, Outcome::Ok);
-    assert_eq!(s.beacon.as_ref().unwrap().queued(), 0, "nothing queued before the hook ran");
+    assert!(s.take_outgoing().is_empty(), "no collector: nothing goes out");
+    assert_eq!(s.take_finished().len(), 1, "onRecord sees it all the same");
+    s.cfg.collect = true;
+    let h = run(&mut s, 2);
+    s.snapshot_running(150.0);
+    s.end(h, 210.0, Outcome::Ok);
     let out = s.take_outgoing();
     assert_eq!(out.len(), 2);
     has(&out[0], "\"outcome\":\"partial\"");
     has(&out[1], "\"outcome\":\"ok\"");
-    assert_eq!(s.take_finished().len(), 1, "onRecord still sees the final record");
-    assert!(s.take_outgoing().is_empty());
-    // The hook returned both, the final one edited: same id, so it replaces the partial.
-    let edited = out[1].replacen("{", "{\"tenant\":\"acme\",", 1);
-    let tr = s.beacon.as_mut().unwrap();
-    tr.restore(&out[0], 300.0);
-    tr.restore(&edited, 300.0);
-    let p = tr.take(MAX_PAYLOAD, FlushReason::Timer, false, "/", 5000.0, -1.0).unwrap();
-    assert_eq!(p.matches("\"id\":").count(), 1);
-    has(&p, "\"tenant\":\"acme\"");
-    // Not drained (measurement failed in the page): bounded, and counted as dropped.
+    assert_eq!(s.take_finished().len(), 1, "onRecord sees the final record");
+    assert!(s.take_outgoing().is_empty(), "each once");
     for i in 0..(session::MAX_FINISHED + 5) {
-        let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[i as u8; 32]);
-        s.get(h).unwrap().on_headers(10.0, 200, "text/event-stream", false);
+        let h = run(&mut s, i as u8);
         s.end(h, 30.0, Outcome::Ok);
     }
-    assert_eq!(s.take_outgoing().len(), session::MAX_FINISHED);
-    assert_eq!(s.beacon.as_ref().unwrap().dropped(), 5);
+    let out = s.take_outgoing();
+    assert_eq!(out.len(), session::MAX_FINISHED);
+    assert_eq!(s.take_finished().len(), session::MAX_FINISHED);
+    assert_eq!(s.dropped, 10, "5 from each list, the oldest");
 }
 
 #[test]
@@ -412,7 +411,7 @@ fn auto_mode_claims_the_answer_element_or_reports_none() {
     s.get(h).unwrap().on_chunk(100.0, b"Plain text answers are claimed too");
     assert_eq!(s.get(h).unwrap().claim("Plain text answers", true), 0.0);
     assert!(!s.end(h, 140.0, Outcome::Ok));
-    s.finish(h, 400.0);
+    s.finish(h);
     let rec = s.take_finished().remove(0);
     has(&rec, "\"buffered\":null,\"paintErrorMs\":null,\"paintSource\":\"none\"");
     has(&rec, "\"firstPaint\":null,");

@@ -9,7 +9,6 @@
 mod common;
 
 use common::chunk;
-use llm_rum::core::beacon::{queue::MAX_PAYLOAD, BeaconQueue, FlushReason};
 use llm_rum::core::config::{Budget, Config};
 use llm_rum::core::request::kinds::{Outcome as End, PAINT_AUTO, PAINT_NONE, PAINT_OBSERVED};
 use llm_rum::core::session::{Handle, Session};
@@ -480,14 +479,12 @@ fn the_mirror_and_index_d_ts_declare_the_same_keys_and_values() {
     ] {
         assert_eq!(literals(&d, iface, member), mirror, "{iface}.{member}: js/index.d.ts vs the mirror");
     }
-    // The beacon's `reason`: the core's closed set, by the names the facade passes.
-    let reasons: BTreeSet<String> = FlushReason::ALL.iter().map(|r| r.as_str().to_string()).collect();
-    assert_eq!(literals(&d, "Beacon", "reason"), reasons, "Beacon.reason: js/index.d.ts vs FlushReason");
+    // The beacon's own members (`reason` among them) are written by the facade's queue
+    // (js/deliver/queue.js): tests/e2e/queue.spec.js checks them against these declarations.
 }
 
 /// The codes the facade hands the core (js/codes.js) are the ones the core reads: how a
-/// request ended (`Outcome::from_code`, `FORGET`) and why a beacon is sent (`FlushReason`, whose
-/// names js/index.d.ts declares as `Beacon['reason']`, checked above).
+/// request ended (`Outcome::from_code`, `FORGET`) and how its answer element was known.
 #[test]
 fn the_facade_passes_the_cores_codes() {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/js/codes.js")).unwrap();
@@ -499,13 +496,7 @@ fn the_facade_passes_the_cores_codes() {
     assert_eq!(End::from_code(code("ABORTED")), End::Aborted);
     assert_eq!(End::from_code(code("ERROR")), End::Error);
     assert_eq!(code("FORGET"), llm_rum::core::request::kinds::FORGET);
-    for reason in FlushReason::ALL {
-        let name = format!("FLUSH_{}", reason.as_str().to_ascii_uppercase());
-        assert_eq!(FlushReason::from_code(code(&name)), Some(reason), "{name}");
-    }
     assert_eq!((code("PAINT_NONE"), code("PAINT_OBSERVED"), code("PAINT_AUTO")), (PAINT_NONE, PAINT_OBSERVED, PAINT_AUTO));
-    let declared = text.lines().filter(|l| l.starts_with("export const FLUSH_")).count();
-    assert_eq!(declared, FlushReason::ALL.len(), "js/codes.js names a reason the core does not know");
 }
 
 // ---- a varied set of sessions ----
@@ -641,16 +632,12 @@ event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{
 
     // Partial: a stream cut by the page unloading; the snapshots a hidden page sends.
     let mut s = session(&[]);
-    s.beacon = Some(BeaconQueue::new("llm-rum/test", "sess"));
+    s.cfg.collect = true;
     let h = s.begin("https://chat.example/v1/chat", "post", 0.0, 1.7e12, &random(18));
     s.get(h).unwrap().on_headers(10.0, 200, "text/event-stream", false);
     s.get(h).unwrap().on_chunk(20.0, openai[0]);
     s.page_hidden(25.0, true);
-    let beacon = s.beacon.as_mut().unwrap().take(MAX_PAYLOAD, FlushReason::Pagehide, true, "/chat", 25.0, 1_764_000_000_025.0).unwrap();
-    let envelope: serde_json::Value = serde_json::from_str(&beacon).unwrap();
-    for r in envelope["records"].as_array().unwrap() {
-        out.push(r.to_string());
-    }
+    out.extend(s.take_outgoing());
     s.end(h, 30.0, End::Error);
     out.extend(s.take_finished());
     out

@@ -250,7 +250,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     },
     drop(w) {
       // The core finishes an ended request's record now, and leaves a running one alone.
-      core.fenced((c) => c.finish(w.h, performance.now()));
+      core.fenced((c) => c.finish(w.h));
       p.done(w);
     },
   };
@@ -344,7 +344,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
   /** Auto mode gives up on `h` (its stream ended and nothing showed it): record without paints. */
   function giveUp(h) {
     forget(h);
-    core.fenced((c) => c.finish(h, performance.now()));
+    core.fenced((c) => c.finish(h));
     deliver();
   }
 
@@ -517,7 +517,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
         return;
       }
       if (w) w.ended();
-      else core.fenced((c) => c.finish(h, performance.now()));
+      else core.fenced((c) => c.finish(h));
     },
     /**
      * rum.observe(el): the answer element of the current answer — the newest running request

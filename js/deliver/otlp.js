@@ -121,7 +121,7 @@ function spans(r, templated) {
 }
 
 /**
- * A v1 beacon payload (from the core's queue) → an ExportTraceServiceRequest JSON text.
+ * A v1 beacon payload (from the beacon queue, queue.js) → an ExportTraceServiceRequest JSON text.
  * `templated`: the records' paths are route templates (the `templateIds` option).
  * Partial records are left out: OTLP backends do not dedupe, and the completed span follows.
  */

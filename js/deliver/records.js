@@ -1,7 +1,7 @@
-// Where finished records go: the core hands them over as JSON text; each goes to the app's
-// `onRecord`, and the core's beacon queue holds the same records for the collector — or, with
-// `beforeSend`, hands them out once more for the hook (deliver/transport.js, loaded with a
-// collector, runs it). The transport is told to send when the core says so.
+// Where finished records go: the core hands them over as JSON text, one per line; each goes
+// to the app's `onRecord`. With a collector the core hands the same records out once more,
+// for the beacon queue (deliver/transport.js, loaded with a collector, takes them — through
+// the app's `beforeSend` — when told to schedule).
 
 /**
  * @param {import('../core.js').Core} core
@@ -18,7 +18,7 @@ export function makeDeliver(core, opts, transport, warnOnce) {
     // Taken either way (that drains the core's list); parsed only for an onRecord to read.
     const records = core.fenced((c) => {
       const text = c.take_records(false);
-      return text && onRecord ? JSON.parse(text) : null;
+      return text && onRecord ? JSON.parse('[' + text.split('\n').join(',') + ']') : null;
     }, null);
     for (const r of records || []) {
       try {
@@ -27,8 +27,8 @@ export function makeDeliver(core, opts, transport, warnOnce) {
         warnOnce('onRecord', 'onRecord threw (contained)', e);
       }
     }
-    // The records for the collector: through beforeSend (the transport runs it), then sent
-    // when the core says so.
+    // The records for the collector: into the beacon queue (through beforeSend), then sent
+    // when it says so.
     if (transport) transport.schedule(); // fenced inside
   };
 }

@@ -1,5 +1,5 @@
-// Sends what the core's beacon queue decides to send (src/core/beacon/ owns batching,
-// sizes, backoff, dedupe). This file only moves payloads and reports outcomes:
+// Sends what the beacon queue (queue.js: batching, sizes, backoff, dedupe) lets go. This file
+// moves records from the core into the queue and payloads out to the collector:
 // - normal flushes: fetch, with `keepalive` while the page's keepalive quota allows (Fetch
 //   §4.5: 64 KiB of keepalive bodies in flight per document, shared with sendBeacon);
 // - urgent flushes (hidden / pagehide): navigator.sendBeacon; when it refuses, smaller
@@ -8,18 +8,19 @@
 // - text/plain bodies: a CORS-safelisted content type, so no preflight (Fetch §3.2.3).
 // The SDK's own requests use the native fetch, so it never measures its beacons.
 // Every call into the core goes through `core.fenced` (core.js). Each flush names its reason
-// by code (codes.js FLUSH_*), one of the core's closed set (src/core/beacon/reason.rs).
+// (codes.js FLUSH_*, the beacon's `reason`).
 
 // A chunk of its own (loaded only with a collector): what it shares with the main bundle
 // comes in as `env` (a shared import would make the bundler split off a third file that every
 // page loads). The codes are primitives the bundler inlines.
 import { FLUSH_TIMER, FLUSH_MANUAL, FLUSH_ONLINE, FLUSH_RESTORE } from '../codes.js';
+import { BeaconQueue, MAX_PAYLOAD } from './queue.js';
 
 const MIN_PAYLOAD = 4 * 1024;
 const KEEPALIVE_QUOTA = 64 * 1024;
 const PERSIST_KEY = 'llm-rum:queue';
 const PERSIST_MAX = 256 * 1024;
-/** Payloads one flush sends at most (a bound on the loop, not a policy: the core's queue is). */
+/** Payloads one flush sends at most (a bound on the loop, not a policy: the queue's is). */
 const MAX_SENDS = 64;
 
 /** Retry-After (seconds or an HTTP date) in ms, or -1. */
@@ -34,8 +35,8 @@ function retryAfter(res) {
 
 /**
  * @typedef {object} Transport
- * @property {() => void} schedule  hands the records waiting for beforeSend to it, then
- *   (re)arms the timer for the queue's next due flush
+ * @property {() => void} schedule  takes the records the core finished for the collector
+ *   (through beforeSend) into the queue, then (re)arms the timer for its next due flush
  * @property {() => Promise<void>} flush  sends what may go now (`manual`); resolves when the
  *   sends were handed to the browser and answered
  * @property {(reason: number) => void} urgent  the page hides or unloads: sendBeacon now
@@ -53,10 +54,11 @@ function retryAfter(res) {
  * @param {typeof fetch} nativeFetch
  * @param {{ warn: (message: string, err?: unknown) => void, base: () => string,
  *   route: (url: string) => string, raw: typeof import('../wasm/llm_rum.js').raw,
- *   warnOnce: (key: string, message: string, err?: unknown) => void }} env
+ *   warnOnce: (key: string, message: string, err?: unknown) => void,
+ *   ids: { sdk: string, session: string } }} env
  *   warn.js warn, options.js base, the app's route template for a URL (options.js
- *   templateOf), the glue's calling convention (for the transport's exports: their wrappers
- *   live here, not in what every page loads), init()'s warner
+ *   templateOf), the glue's calling convention (for the `page` export: its wrapper lives here,
+ *   not in what every page loads), init()'s warner, what every beacon says of its sender
  * @returns {Promise<Transport>}
  */
 export async function startTransport(core, opts, nativeFetch, env) {
@@ -69,81 +71,84 @@ export async function startTransport(core, opts, nativeFetch, env) {
       env.warn('the OTLP exporter did not load; sending v1 JSON beacons', e);
     }
   }
-  const transport = makeTransport(core, new URL(opts.collector, env.base()).href, nativeFetch, encode, env.route, env.raw, edits(core, opts.beforeSend, env));
+  const q = new BeaconQueue(env.ids.sdk, env.ids.session);
+  const transport = makeTransport(core, q, new URL(opts.collector, env.base()).href, nativeFetch, encode, env.route, env.raw, intake(core, q, opts.beforeSend, env.warnOnce));
   transport.restore();
   return transport;
 }
 
-/** Queues records, one JSON object per line, in the core's beacon queue (`Core` `c`). */
-const queue = (raw, c, lines) => raw.call('transport_queue', c.p, raw.put0(lines), performance.now());
-
 /**
- * The app's `beforeSend` over the records on their way to the collector (null without one:
- * the core queues them itself). It runs after onRecord (which sees every record as measured,
- * for the page's own use), on its own copy, once per record — a `partial` snapshot on page
- * hide and its completed record are one each. Synchronous: the page may be unloading, its
- * urgent flush follows at once. What it returns goes to the core's queue (false/null:
- * dropped; undefined: the copy as edited in place); a hook that throws or returns anything
- * else drops that record: it may have been there to scrub it.
+ * Moves the records the core finished for the collector into the queue — through the app's
+ * `beforeSend` when it has one. The hook runs after onRecord (which sees every record as
+ * measured, for the page's own use), on its own copy, once per record — a `partial` snapshot
+ * on page hide and its completed record are one each. Synchronous: the page may be unloading,
+ * its urgent flush follows at once. What it returns is queued (false/null: dropped;
+ * undefined: the copy as edited in place); a hook that throws or returns anything else drops
+ * that record: it may have been there to scrub it.
  */
-function edits(core, beforeSend, { raw, warnOnce }) {
-  if (!beforeSend) return () => {};
+function intake(core, q, beforeSend, warnOnce) {
   return () => {
-    const out = core.fenced((c) => c.take_records(true), '');
-    for (const r of out ? JSON.parse(out) : []) {
+    const text = core.fenced((c) => c.take_records(true), '');
+    if (!text) return;
+    const t = performance.now();
+    for (const line of text.split('\n')) {
+      if (!beforeSend) {
+        q.push(line, t);
+        continue;
+      }
       let v;
       try {
+        const r = JSON.parse(line);
         v = beforeSend(r);
         if (v === undefined) v = r;
         // A Promise is not awaited (the page may be unloading).
         if (v && (typeof v !== 'object' || typeof v.then === 'function')) throw new TypeError('expected the record or false');
-        v = v && JSON.stringify(v); // one JSON text is one line, as transport_queue takes them
+        v = v && JSON.stringify(v);
       } catch (e) {
         warnOnce('beforeSend', 'beforeSend failed (contained); record dropped', e);
         continue;
       }
-      if (v) core.fenced((c) => queue(raw, c, v));
+      if (v) q.push(v, t);
     }
   };
 }
 
 /**
- * `url` the collector; `encode`: null for the v1 JSON beacon, or a payload → OTLP/HTTP JSON
- * converter (otlp.js); `template(href)`: the app's route template for the page, or ''.
+ * `q` the queue, `url` the collector; `encode`: null for the v1 JSON beacon, or a payload →
+ * OTLP/HTTP JSON converter (otlp.js); `template(href)`: the app's route template for the page,
+ * or ''.
  * @param {import('../core.js').Core} core
+ * @param {BeaconQueue} q
  * @param {string} url
  * @param {typeof fetch} nativeFetch
  * @param {((payload: string) => string) | null} encode
  * @param {(href: string) => string} template
  * @param {typeof import('../wasm/llm_rum.js').raw} raw
- * @param {() => void} edit  runs beforeSend over the records waiting for it (`edits`)
+ * @param {() => void} take  moves the core's records for the collector into `q` (`intake`)
  * @returns {Transport & { restore(): void }}
  */
-function makeTransport(core, url, nativeFetch, encode, template, raw, edit) {
-  // The core's transport exports (src/wasm/abi.rs), on the glue's `Core` object `c`.
-  const due = (c) => raw.call('transport_due_at', c.p);
-  const lastBatch = (c) => raw.call('transport_last_batch', c.p) >>> 0;
-  const result = (c, batch, t, status, after, jitter) => raw.call('transport_result', c.p, batch, t, status, after, jitter);
-  const maxPayload = (c) => raw.call('max_payload', c.p);
+function makeTransport(core, q, url, nativeFetch, encode, template, raw, take) {
   const g = globalThis;
   const nav = g.navigator;
   let timer = 0;
   let keepaliveBytes = 0;
   // The beacon's `page`: the core templates the page's path like a record's `url` (no
-  // conversation id in it).
-  const take = (c, max, reason, urgent, t) => {
+  // conversation id in it). Asked per flush (an SPA's path changes).
+  const page = () => {
     const loc = g.location;
-    return raw.text(raw.call('transport_take', c.p, max, reason, urgent, raw.put0(loc ? loc.pathname : ''), raw.put(loc ? template(loc.href) : ''), t, sentAt(t)));
+    return core.fenced((c) => raw.text(raw.call('page', c.p, raw.put0(loc ? loc.pathname : ''), raw.put(loc ? template(loc.href) : ''))), '') || '';
   };
   // `sentAt` is on the records' clock (their startEpochMs is performance.timeOrigin + t), so
   // the collector's received − sentAt measures exactly the skew of the times it stores.
-  const sentAt = (t) => performance.timeOrigin + t;
+  const next = (max, reason, urgent, t) => q.take(max, reason, urgent, page(), t, performance.timeOrigin + t);
   const offline = () => !!nav && nav.onLine === false;
 
+  // Everything below runs fenced (core.js): a throw turns measurement off, and then nothing
+  // more is sent; it never reaches the page (timer callbacks, rum.flush()'s promise).
   function schedule() {
-    edit();
-    core.fenced((c) => {
-      const at = due(c);
+    core.fenced(() => {
+      take();
+      const at = q.dueAt();
       if (timer) clearTimeout(timer);
       timer = 0;
       if (at >= 0 && !offline()) timer = setTimeout(() => flush(FLUSH_TIMER), Math.max(0, at - performance.now()));
@@ -157,7 +162,7 @@ function makeTransport(core, url, nativeFetch, encode, template, raw, edit) {
     const size = payload.length * 2;
     const keepalive = keepaliveBytes + size <= KEEPALIVE_QUOTA;
     if (keepalive) keepaliveBytes += size;
-    const done = (status, after) => core.fenced((c) => result(c, batch, performance.now(), status, after, Math.random()));
+    const done = (status, after) => core.fenced(() => q.result(batch, performance.now(), status, after, Math.random()));
     let body = payload;
     try {
       if (encode) body = encode(payload);
@@ -187,18 +192,17 @@ function makeTransport(core, url, nativeFetch, encode, template, raw, edit) {
   }
 
   /**
-   * Sends by fetch every payload the core lets go now (`urgent`: past a backoff hold too).
+   * Sends by fetch every payload the queue lets go now (`urgent`: past a backoff hold too).
    * @param {number} reason  codes.js FLUSH_*
    * @returns {Promise<void>[]}
    */
   function fetchAll(reason, urgent) {
     const sends = [];
-    core.fenced((c) => {
+    core.fenced(() => {
       for (let i = 0; i < MAX_SENDS; i++) {
-        const t = performance.now();
-        const payload = take(c, maxPayload(c), reason, urgent, t);
+        const payload = next(MAX_PAYLOAD, reason, urgent, performance.now());
         if (payload === undefined) break;
-        sends.push(send(payload, lastBatch(c)));
+        sends.push(send(payload, q.batch));
       }
     });
     return sends;
@@ -209,6 +213,7 @@ function makeTransport(core, url, nativeFetch, encode, template, raw, edit) {
    * @param {number} reason  codes.js FLUSH_*
    */
   function flush(reason) {
+    core.fenced(take);
     if (offline()) return Promise.resolve();
     const sends = fetchAll(reason, false);
     schedule();
@@ -216,47 +221,49 @@ function makeTransport(core, url, nativeFetch, encode, template, raw, edit) {
   }
 
   /**
-   * Page hidden or going away (the core has queued partial records): sendBeacon, persist.
+   * Page hidden or going away (the core has finished partial records): sendBeacon, persist.
    * @param {number} reason  codes.js FLUSH_*
    */
   function urgent(reason) {
+    core.fenced(take);
     // sendBeacon can only send a CORS-safelisted type, which an OTLP receiver refuses:
     // OTLP goes out as keepalive fetches instead (no persistence for what does not fit).
     if (encode) return void fetchAll(reason, true);
-    core.fenced((c) => {
-      const t = performance.now();
-      let max = maxPayload(c);
-      // transport_due_at() < 0: the queue is empty.
-      for (let i = 0; i < MAX_SENDS && due(c) >= 0; i++) {
-        const payload = take(c, max, reason, true, t);
-        if (payload !== undefined) {
-          const batch = lastBatch(c);
-          let ok = false;
-          try {
-            ok = !!(nav && nav.sendBeacon && nav.sendBeacon(url, payload));
-          } catch {
-            ok = false;
-          }
-          // Accepted: no answer will come. Refused: back to the front of the queue.
-          result(c, batch, t, ok ? 200 : 0, -1, 0);
-          if (ok) continue;
-        }
-        // Refused (quota) or too big for this allowance: try smaller pieces.
-        if (max <= MIN_PAYLOAD) break;
-        max >>= 1;
-      }
-      if (due(c) >= 0) {
-        const rest = raw.text(raw.call('transport_persist', c.p));
-        try {
-          const prev = g.localStorage.getItem(PERSIST_KEY) || '';
-          g.localStorage.setItem(PERSIST_KEY, (prev + rest).slice(-PERSIST_MAX));
-        } catch {
-          /* storage unavailable or full: those records are lost, as with any beacon */
-        }
-      }
-    });
+    core.fenced(() => beaconAll(reason));
     // If the page stays (hidden then shown), anything requeued goes out normally.
     schedule();
+  }
+
+  /** sendBeacon what it takes, in smaller payloads when it refuses; persist the rest. */
+  function beaconAll(reason) {
+    const t = performance.now();
+    let max = MAX_PAYLOAD;
+    for (let i = 0; i < MAX_SENDS && q.dueAt() >= 0; i++) {
+      const payload = next(max, reason, true, t);
+      if (payload !== undefined) {
+        let ok = false;
+        try {
+          ok = !!(nav && nav.sendBeacon && nav.sendBeacon(url, payload));
+        } catch {
+          ok = false;
+        }
+        // Accepted: no answer will come. Refused: back to the front of the queue.
+        q.result(q.batch, t, ok ? 200 : 0, -1, 0);
+        if (ok) continue;
+      }
+      // Refused (quota) or too big for this allowance: try smaller pieces.
+      if (max <= MIN_PAYLOAD) break;
+      max >>= 1;
+    }
+    if (q.dueAt() >= 0) {
+      const rest = q.drain();
+      try {
+        const prev = g.localStorage.getItem(PERSIST_KEY) || '';
+        g.localStorage.setItem(PERSIST_KEY, (prev + rest).slice(-PERSIST_MAX));
+      } catch {
+        /* storage unavailable or full: those records are lost, as with any beacon */
+      }
+    }
   }
 
   /** Records persisted by an earlier page load. */
@@ -269,7 +276,7 @@ function makeTransport(core, url, nativeFetch, encode, template, raw, edit) {
       text = null;
     }
     if (text) {
-      core.fenced((c) => queue(raw, c, text));
+      core.fenced(() => q.restore(text, performance.now()));
       flush(FLUSH_RESTORE);
     }
   }

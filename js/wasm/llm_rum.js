@@ -136,8 +136,8 @@ export class Core {
   paint(h, t, len, errMs, probe) {
     return !!w.paint(this.p, h, t, len, errMs, put0(probe));
   }
-  finish(h, t) {
-    w.finish(this.p, h, t);
+  finish(h) {
+    w.finish(this.p, h);
   }
   native_paint(t, resMs) {
     w.native_paint(this.p, t, resMs);

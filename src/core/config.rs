@@ -39,24 +39,15 @@ pub struct Config {
     pub strip_query: bool,
     /// Replace id-like path segments of recorded URLs and pages by `:id` (util/url.rs).
     pub template_ids: bool,
-    /// The app has a `beforeSend` hook: records wait for it (`Session::take_outgoing`)
-    /// instead of going straight into the beacon queue.
-    pub before_send: bool,
     /// The session's sampling decision; unsampled sessions propagate flags `00` and record
     /// nothing.
     pub sampled: bool,
     /// Response headers whose values the record carries in `correlation` (lower-case names).
     pub correlation: Vec<String>,
-    /// The beacon envelope's identity when a collector is configured (`None`: no beacon queue,
-    /// records go to `onRecord` only).
-    pub beacon: Option<BeaconIds>,
-}
-
-/// What every beacon says about its sender: `sdk` (`llm-rum/<version>`) and the tab `session`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct BeaconIds {
-    pub sdk: String,
-    pub session: String,
+    /// A collector is configured: records (and `partial` snapshots) also wait in
+    /// `Session::take_outgoing` for the facade's beacon queue (js/deliver/queue.js); without
+    /// one they go to `onRecord` only.
+    pub collect: bool,
 }
 
 impl Default for Config {
@@ -69,10 +60,9 @@ impl Default for Config {
             budgets: Vec::new(),
             strip_query: true,
             template_ids: true,
-            before_send: false,
             sampled: true,
             correlation: Vec::new(),
-            beacon: None,
+            collect: false,
         }
     }
 }
@@ -95,14 +85,13 @@ impl Config {
     /// The configuration js/core.js hands over, as one JSON object:
     /// `{"pageOrigin": "https://chat.example", "propagate": ["https://api.example/v1/"],
     /// "correlation": ["x-request-id"], "stallThresholdMs": 250, "clockStepMs": 0.1, "stripQuery": true,
-    /// "templateIds": true, "beforeSend": false, "sampled": true,
-    /// "budgets": [["ttft", 800], ["itl.p95", 150]], "beacon": {"sdk": "llm-rum/0.1.0",
-    /// "session": "…"}}`. A member that is missing or of another type keeps its default
-    /// (`beacon` null or missing: no collector).
+    /// "templateIds": true, "sampled": true, "budgets": [["ttft", 800], ["itl.p95", 150]],
+    /// "collect": true}`. A member that is missing or of another type keeps its default
+    /// (`collect` false: no collector).
     pub fn from_json(json: &str) -> Config {
         let mut cfg = Config::default();
         let Some(root) = json_read::parse(json) else { return cfg };
-        let [origin, propagate, correlation, threshold, step, strip, template_ids, before_send, sampled, budgets, beacon] = root.fields([
+        let [origin, propagate, correlation, threshold, step, strip, template_ids, sampled, budgets, collect] = root.fields([
             "pageOrigin",
             "propagate",
             "correlation",
@@ -110,10 +99,9 @@ impl Config {
             "clockStepMs",
             "stripQuery",
             "templateIds",
-            "beforeSend",
             "sampled",
             "budgets",
-            "beacon",
+            "collect",
         ]);
         cfg.page_origin = origin.map(text).unwrap_or_default();
         cfg.propagate = texts(propagate);
@@ -130,9 +118,6 @@ impl Config {
         if let Some(b) = template_ids.and_then(Json::as_bool) {
             cfg.template_ids = b;
         }
-        if let Some(b) = before_send.and_then(Json::as_bool) {
-            cfg.before_send = b;
-        }
         if let Some(b) = sampled.and_then(Json::as_bool) {
             cfg.sampled = b;
         }
@@ -142,11 +127,8 @@ impl Config {
                 cfg.budgets.push(Budget { metric: text(metric), limit });
             }
         }
-        if let Some(b) = beacon {
-            let [sdk, session] = b.fields(["sdk", "session"]);
-            if let (Some(sdk), Some(session)) = (sdk, session) {
-                cfg.beacon = Some(BeaconIds { sdk: text(sdk), session: text(session) });
-            }
+        if let Some(b) = collect.and_then(Json::as_bool) {
+            cfg.collect = b;
         }
         cfg
     }
@@ -236,7 +218,7 @@ mod tests {
         let c = Config::from_json(
             r#"{"pageOrigin":"https://chat.example","propagate":["https://api.example.com","https://x.example/v1/"],
                "correlation":["x-request-id","openai-processing-ms"],"stallThresholdMs":120.5,"stripQuery":false,
-               "sampled":false,"budgets":[["ttft",800],["itl.p95",1.5e2]],"beacon":{"sdk":"llm-rum/0.1.0","session":"ab\u0063"}}"#,
+               "sampled":false,"budgets":[["ttft",800],["itl.p95",1.5e2]],"collect":true}"#,
         );
         assert_eq!(c.page_origin, "https://chat.example");
         assert_eq!(c.propagate, ["https://api.example.com", "https://x.example/v1/"]);
@@ -244,15 +226,15 @@ mod tests {
         assert_eq!((c.stall_threshold_ms, c.strip_query, c.sampled), (120.5, false, false));
         let budgets: Vec<(&str, f64)> = c.budgets.iter().map(|b| (b.metric.as_str(), b.limit)).collect();
         assert_eq!(budgets, [("ttft", 800.0), ("itl.p95", 150.0)]);
-        assert_eq!(c.beacon, Some(BeaconIds { sdk: "llm-rum/0.1.0".into(), session: "abc".into() }));
-        // Missing or mistyped members keep their defaults; no collector without `beacon`.
-        let d = Config::from_json(r#"{"pageOrigin":"https://a.example","stallThresholdMs":null,"sampled":1,"beacon":null}"#);
+        assert!(c.collect);
+        // Missing or mistyped members keep their defaults; no collector without `collect`.
+        let d = Config::from_json(r#"{"pageOrigin":"https://a.example","stallThresholdMs":null,"sampled":1,"collect":null}"#);
         assert_eq!((d.stall_threshold_ms, d.sampled, d.strip_query), (250.0, true, true));
-        assert!(d.beacon.is_none() && d.budgets.is_empty() && d.propagate.is_empty());
+        assert!(!d.collect && d.budgets.is_empty() && d.propagate.is_empty());
         assert_eq!(Config::from_json("not json").page_origin, "");
-        assert!(d.template_ids && !d.before_send, "ids templated, no hook, by default");
-        let e = Config::from_json(r#"{"templateIds":false,"beforeSend":true}"#);
-        assert!(!e.template_ids && e.before_send);
+        assert!(d.template_ids, "ids templated by default");
+        let e = Config::from_json(r#"{"templateIds":false,"collect":1}"#);
+        assert!(!e.template_ids && !e.collect, "mistyped: the default");
     }
 
     #[test]

@@ -15,11 +15,14 @@
 //! paint/     3. what the person saw: arrivals matched to painted frames
 //! request/   2. one request's Timeline: marks, content, statistics, paint tracking
 //! record/    4. the v1 wire record: encode, the visibility rule, budgets
-//! beacon/    5. the queue of finished records for the collector, and its retry policy
-//! session.rs the per-page state the wasm surface holds: handles → timelines → records → beacon
+//! session.rs the per-page state the wasm surface holds: handles → timelines → records
 //! ```
+//!
+//! The beacon queue (when and what to send to the collector, retries) is not here: it decides
+//! no metric and only moves finished record texts, so it lives in the transport chunk that
+//! pages with a collector load (js/deliver/queue.js; issue 14: −2.0 KB brotli of wasm on
+//! every page).
 
-pub mod beacon;
 pub mod config;
 pub mod paint;
 pub mod record;

@@ -11,7 +11,6 @@ use crate::core::record;
 use crate::core::request::kinds::{Outcome, TraceSource, Via};
 use crate::core::request::timeline::{Identity, Timeline};
 use crate::core::trace::traceparent::TraceContext;
-use crate::core::beacon::BeaconQueue;
 
 /// In-flight requests kept at once. A request the app never finishes reading (abandoned
 /// body) would otherwise pin its state forever; past this, the oldest is ended `partial`.
@@ -35,14 +34,13 @@ pub struct Session {
     slots: Vec<Slot>,
     seq: u64,
     finished: Vec<String>,
-    /// With a `beforeSend` hook: records (finished ones and `partial` snapshots) waiting for
-    /// it on their way to the beacon queue (`take_outgoing`; what it returns comes back
-    /// through the queue's `restore`).
+    /// With a collector: records (finished ones and `partial` snapshots) on their way to the
+    /// facade's beacon queue (`take_outgoing`; js/deliver/queue.js), through the app's
+    /// `beforeSend` when it has one.
     outgoing: Vec<String>,
-    /// Records dropped because `finished` was full (reported, never silently lost).
+    /// Records dropped because `finished` or `outgoing` was full: the facade stopped draining
+    /// them (measurement failed), so nothing would send them anyway; counted for the tests.
     pub dropped: u32,
-    /// The beacon queue, when a collector is configured.
-    pub beacon: Option<BeaconQueue>,
     /// The page is being unloaded (pagehide, not into the back/forward cache): the browser
     /// tears its streams down, and those that end now were cut by the page going away.
     pub unloading: bool,
@@ -51,21 +49,14 @@ pub struct Session {
 /// The 32 random bytes a request needs: 16 trace id, 8 span id, 8 record id.
 pub const RANDOM_BYTES: usize = 32;
 
-/// A record (or a `partial` snapshot) for the collector: into the beacon queue, or, with a
-/// `beforeSend` hook (`hook`), to wait for it in `outgoing`. Without a collector there is
-/// nowhere to send. (A function of the fields it needs, so callers can hold other borrows.)
-fn send(beacon: &mut Option<BeaconQueue>, outgoing: &mut Vec<String>, hook: bool, json: String, t: f64) {
-    let Some(queue) = beacon.as_mut() else { return };
-    if !hook {
-        queue.push(json, t);
-        return;
+/// Appends `json` to `list`, bounded by `MAX_FINISHED`: the oldest goes (counted in `dropped`).
+/// (A function of the fields it needs, so callers can hold other borrows.)
+fn bounded_push(list: &mut Vec<String>, dropped: &mut u32, json: String) {
+    if list.len() >= MAX_FINISHED {
+        list.remove(0);
+        *dropped += 1;
     }
-    if outgoing.len() < MAX_FINISHED {
-        outgoing.push(json);
-    } else {
-        // The facade stopped draining (measurement failed): bounded, and counted.
-        queue.dropped_one();
-    }
+    list.push(json);
 }
 
 /// The running timeline `h` refers to; `None` for a stale handle (its slot's generation moved on).
@@ -79,8 +70,7 @@ fn timeline_mut(slots: &mut [Slot], h: Handle) -> Option<&mut Timeline> {
 
 impl Session {
     pub fn new(cfg: Config) -> Session {
-        let beacon = cfg.beacon.as_ref().map(|b| BeaconQueue::new(&b.sdk, &b.session));
-        Session { cfg, slots: Vec::new(), seq: 0, finished: Vec::new(), outgoing: Vec::new(), dropped: 0, beacon, unloading: false }
+        Session { cfg, slots: Vec::new(), seq: 0, finished: Vec::new(), outgoing: Vec::new(), dropped: 0, unloading: false }
     }
 
     /// Starts a timeline for a request about to be sent. `url` is absolute. Returns the
@@ -228,7 +218,7 @@ impl Session {
         if tl.awaits_paint() && outcome != Outcome::Partial {
             return false;
         }
-        self.finish(h, t);
+        self.finish(h);
         true
     }
 
@@ -239,7 +229,7 @@ impl Session {
         let Some(tl) = self.get(h) else { return false };
         tl.on_paint(t, rendered_len, err_ms, probe);
         if tl.is_ended() && !tl.awaits_paint() {
-            self.finish(h, t);
+            self.finish(h);
             return true;
         }
         false
@@ -247,7 +237,7 @@ impl Session {
 
     /// Queues the record of an ended request now (no more paints are coming). A running one
     /// is left alone.
-    pub fn finish(&mut self, h: Handle, t: f64) {
+    pub fn finish(&mut self, h: Handle) {
         if !self.get(h).is_some_and(|tl| tl.is_ended()) {
             return;
         }
@@ -257,15 +247,13 @@ impl Session {
         }
         let mut w = JsonWriter::new();
         record::encode(&tl, &self.cfg, &mut w);
-        send(&mut self.beacon, &mut self.outgoing, self.cfg.before_send, w.out.clone(), t);
-        if self.finished.len() >= MAX_FINISHED {
-            self.finished.remove(0);
-            self.dropped += 1;
+        if self.cfg.collect {
+            bounded_push(&mut self.outgoing, &mut self.dropped, w.out.clone());
         }
-        self.finished.push(w.out);
+        bounded_push(&mut self.finished, &mut self.dropped, w.out);
     }
 
-    /// Takes the records waiting for `beforeSend` (JSON object texts), oldest first.
+    /// Takes the records on their way to the collector (JSON object texts), oldest first.
     pub fn take_outgoing(&mut self) -> Vec<String> {
         core::mem::take(&mut self.outgoing)
     }
@@ -274,7 +262,7 @@ impl Session {
     /// every running request. They keep running; if one completes later, its final record
     /// has the same id and supersedes the partial (in the queue, and at the collector).
     pub fn snapshot_running(&mut self, t: f64) {
-        if !self.cfg.sampled || self.beacon.is_none() {
+        if !self.cfg.sampled || !self.cfg.collect {
             return;
         }
         for slot in self.slots.iter_mut() {
@@ -287,7 +275,7 @@ impl Session {
             record::encode(tl, &self.cfg, &mut w);
             tl.end = end;
             tl.outcome = outcome;
-            send(&mut self.beacon, &mut self.outgoing, self.cfg.before_send, w.out, t);
+            bounded_push(&mut self.outgoing, &mut self.dropped, w.out);
         }
     }
 
@@ -300,7 +288,7 @@ impl Session {
             if let Some(tl) = self.get(h) {
                 tl.on_hidden(t);
             }
-            self.finish(h, t);
+            self.finish(h);
         }
         self.snapshot_running(t);
     }

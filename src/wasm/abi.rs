@@ -95,11 +95,6 @@ pub extern "C" fn core_free(p: *mut Core) {
 }
 
 #[no_mangle]
-pub extern "C" fn max_payload(p: *mut Core) -> u32 {
-    core(p).max_payload()
-}
-
-#[no_mangle]
 pub extern "C" fn begin(p: *mut Core, url: usize, method: usize, random: usize, t: f64, epoch_ms: f64, interaction: f64) -> u32 {
     let mut a = Args(0);
     core(p).begin(a.text(url), a.text(method), t, epoch_ms, a.bytes(random), interaction)
@@ -156,8 +151,8 @@ pub extern "C" fn paint(p: *mut Core, h: u32, t: f64, len: u32, err_ms: f64, pro
 }
 
 #[no_mangle]
-pub extern "C" fn finish(p: *mut Core, h: u32, t: f64) {
-    core(p).finish(h, t);
+pub extern "C" fn finish(p: *mut Core, h: u32) {
+    core(p).finish(h);
 }
 
 #[no_mangle]
@@ -211,35 +206,9 @@ pub extern "C" fn page_shown(p: *mut Core) {
 }
 
 #[no_mangle]
-pub extern "C" fn transport_due_at(p: *mut Core) -> f64 {
-    core(p).transport_due_at()
-}
-
-#[no_mangle]
-#[allow(clippy::too_many_arguments)]
-pub extern "C" fn transport_take(p: *mut Core, max_bytes: u32, reason: u32, urgent: u32, path: usize, page_template: usize, t: f64, sent_at: f64) -> i32 {
+pub extern "C" fn page(p: *mut Core, path: usize, template: usize) -> i32 {
     let mut a = Args(0);
-    ret(core(p).transport_take(max_bytes, reason, urgent != 0, a.text(path), a.text(page_template), t, sent_at))
-}
-
-#[no_mangle]
-pub extern "C" fn transport_last_batch(p: *mut Core) -> u32 {
-    core(p).transport_last_batch()
-}
-
-#[no_mangle]
-pub extern "C" fn transport_result(p: *mut Core, batch: u32, t: f64, status: u32, retry_after_ms: f64, jitter: f64) {
-    core(p).transport_result(batch, t, status, retry_after_ms, jitter);
-}
-
-#[no_mangle]
-pub extern "C" fn transport_persist(p: *mut Core) -> i32 {
-    ret(Some(core(p).transport_persist()))
-}
-
-#[no_mangle]
-pub extern "C" fn transport_queue(p: *mut Core, text: usize, t: f64) {
-    core(p).transport_queue(Args(0).text(text), t);
+    ret(Some(core(p).page(a.text(path), a.text(template))))
 }
 
 #[no_mangle]

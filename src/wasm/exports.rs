@@ -3,7 +3,6 @@
 //! or two.
 
 use crate::core::request::headers::apply_response_headers;
-use crate::core::beacon::{queue::MAX_PAYLOAD, BeaconQueue, FlushReason};
 use crate::core::config::Config;
 use crate::core::request::kinds::{Outcome, FORGET};
 use crate::core::session::Session;
@@ -19,11 +18,6 @@ impl Core {
     /// `config`: the SDK configuration as one JSON object (see `Config::from_json`).
     pub fn new(config: &str) -> Core {
         Core { session: Session::new(Config::from_json(config)) }
-    }
-
-    /// The largest beacon payload in bytes (js/deliver/transport.js asks for no more).
-    pub fn max_payload(&mut self) -> u32 {
-        MAX_PAYLOAD as u32
     }
 
     /// Starts a fetch request's record. `interaction`: the user action's time, or < 0.
@@ -114,8 +108,8 @@ impl Core {
     }
 
     /// No more paints will come for `h` (timeout, element removed): queue its record.
-    pub fn finish(&mut self, h: u32, t: f64) {
-        self.session.finish(h, t);
+    pub fn finish(&mut self, h: u32) {
+        self.session.finish(h);
     }
 
     /// A native paint timestamp (LoAF / ICP `paintTime`) refines the running requests'
@@ -210,71 +204,18 @@ impl Core {
         self.session.unloading = false;
     }
 
-    // ---- beacon transport: the core decides (queue, batching, backoff); js/deliver/transport.js sends ----
-
-    /// When the next non-urgent flush is due (performance.now() ms), or -1 when the queue
-    /// is empty.
-    pub fn transport_due_at(&mut self) -> f64 {
-        self.session.beacon.as_ref().and_then(BeaconQueue::due_at).unwrap_or(-1.0)
+    /// The beacon's `page` (js/deliver/queue.js writes the envelope): the page's path
+    /// (`location.pathname`) templated like a record's `url` (`template`: the app's template
+    /// for it, or "").
+    pub fn page(&mut self, path: &str, template: &str) -> String {
+        self.session.cfg.page(path, (!template.is_empty()).then_some(template))
     }
 
-    /// The next payload (≤ `max_bytes`), or undefined; `urgent` ignores the backoff hold.
-    /// `reason`: why, by its code (`FlushReason::from_code`; undefined for an unknown one).
-    /// `path`: the page's path (`location.pathname`), the beacon's `page` once templated like
-    /// a record's `url` (`page_template`: the app's template for it, or ""). `sent_at`: epoch
-    /// ms on the records' clock (`performance.timeOrigin + t`), the beacon's `sentAt`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn transport_take(&mut self, max_bytes: u32, reason: u32, urgent: bool, path: &str, page_template: &str, t: f64, sent_at: f64) -> Option<String> {
-        let page = self.session.cfg.page(path, (!page_template.is_empty()).then_some(page_template));
-        self.session.beacon.as_mut()?.take(max_bytes as usize, FlushReason::from_code(reason)?, urgent, &page, t, sent_at)
-    }
-
-    pub fn transport_last_batch(&mut self) -> u32 {
-        self.session.beacon.as_ref().map_or(0, BeaconQueue::last_batch)
-    }
-
-    /// `status`: 2xx stored, 0 network error, else HTTP; `retry_after_ms` < 0 when absent;
-    /// `jitter` in [0, 1).
-    pub fn transport_result(&mut self, batch: u32, t: f64, status: u32, retry_after_ms: f64, jitter: f64) {
-        if let Some(tr) = self.session.beacon.as_mut() {
-            tr.result(batch, t, status, retry_after_ms, jitter);
-        }
-    }
-
-    /// Everything unsent, one record per line, for localStorage (page going away).
-    pub fn transport_persist(&mut self) -> String {
-        self.session.beacon.as_mut().map(BeaconQueue::drain_for_persist).unwrap_or_default()
-    }
-
-    /// Queues records, one JSON object per line: those an earlier page persisted
-    /// (`transport_persist`), and those the app's `beforeSend` returned (`take_records(true)`).
-    pub fn transport_queue(&mut self, text: &str, t: f64) {
-        if let Some(tr) = self.session.beacon.as_mut() {
-            tr.restore(text, t);
-        }
-    }
-
-    /// Records as a JSON array text ("" when none): the finished ones, for `onRecord`; with
-    /// `outgoing`, those waiting for the app's `beforeSend` on their way to the beacon queue
-    /// (what it returns comes back through `transport_queue`).
+    /// Records, one JSON object text per line ("" when none; JSON text never holds a raw
+    /// newline): the finished ones, for `onRecord`; with `outgoing`, those on their way to the
+    /// collector (js/deliver/queue.js, through the app's `beforeSend` when it has one).
     pub fn take_records(&mut self, outgoing: bool) -> String {
-        json_array(if outgoing { self.session.take_outgoing() } else { self.session.take_finished() })
+        let recs = if outgoing { self.session.take_outgoing() } else { self.session.take_finished() };
+        recs.join("\n")
     }
-}
-
-/// JSON object texts → one JSON array text ("" for none).
-fn json_array(recs: alloc::vec::Vec<String>) -> String {
-    if recs.is_empty() {
-        return String::new();
-    }
-    let mut out = String::with_capacity(recs.iter().map(|r| r.len() + 1).sum::<usize>() + 2);
-    out.push('[');
-    for (i, r) in recs.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(r);
-    }
-    out.push(']');
-    out
 }
