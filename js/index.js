@@ -106,9 +106,10 @@ function start(options, native, undo, down) {
     }
   };
   const early = earlyFetch(native.fetch, defer);
-  // EventSource measurement is a chunk loaded by the first EventSource — or now, with a
-  // traceparent query parameter to add (it must be in before the native constructor runs).
-  const esChunk = opts.traceparentQueryParam ? chunk(import('./capture/es-measure.js')) : null;
+  // EventSource measurement is a chunk loaded by the first EventSource — or with the loads
+  // above, when there is a traceparent query parameter to add (it must be in before the native
+  // constructor runs).
+  const esChunk = opts.traceparentQueryParam ? chunk(later.then(() => import('./capture/es-measure.js'))) : null;
   const es = makeEventSource(native.EventSource, opts.traceparentQueryParam, warnOnce, () => esChunk || import('./capture/es-measure.js'), defer);
   undo.push(() => {
     early.ready(native.fetch);

@@ -74,8 +74,8 @@ export function measuring(cap, param, { begun, forget, skip, raw }) {
   const wait = waitsForEntry();
   // The core's EventSource exports (src/wasm/abi.rs), on the glue's `Core` object `core`.
   const esBegin = (core, url, t, random, first, sendTrace, interaction) =>
-    raw.call('es_begin', core.p, raw.put0(url), raw.put(random), raw.put(first), t, performance.timeOrigin + t, sendTrace, interaction) >>> 0;
-  const esMessage = (core, h, t, type, data, lastEventId) => raw.call('es_message', core.p, h, t, raw.put0(type), raw.put(data), raw.put(lastEventId));
+    raw.fn('es_begin')(core.p, raw.put0(url), raw.put(random), raw.put(first), t, performance.timeOrigin + t, sendTrace, interaction) >>> 0;
+  const esMessage = (core, h, t, type, data, lastEventId) => raw.fn('es_message')(core.p, h, t, raw.put0(type), raw.put(data), raw.put(lastEventId));
   // Reconnect attempts are not caused by a user action: no interaction (-1).
   const begin = (core, m, t, first) => {
     const h = esBegin(core, m.url, t, cap.random(), first, !!param, -1);
@@ -90,8 +90,8 @@ export function measuring(cap, param, { begun, forget, skip, raw }) {
     m.h = 0;
     resourceEntry(m.target, m.since, (e) => cap.core.fenced((core) => {
       // The entries as the browser parsed them (no round trip through the header grammar).
-      if (e) for (const s of e.serverTiming || []) raw.call('es_server_timing', core.p, h, raw.put0(s.name), s.duration, raw.put(s.description));
-      cap.settled(h, !!raw.call('es_end', core.p, h, t, byApp, e ? e.startTime : NaN));
+      if (e) for (const s of e.serverTiming || []) raw.fn('es_server_timing')(core.p, h, raw.put0(s.name), s.duration, raw.put(s.description));
+      cap.settled(h, !!raw.fn('es_end')(core.p, h, t, byApp, e ? e.startTime : NaN));
     }), wait);
     m.since = t;
   };

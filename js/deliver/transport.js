@@ -133,14 +133,14 @@ function makeTransport(core, q, url, nativeFetch, encode, template, raw, take) {
   let timer = 0;
   let keepaliveBytes = 0;
   // The beacon's `page`: the core templates the page's path like a record's `url` (no
-  // conversation id in it). Asked per flush (an SPA's path changes).
+  // conversation id in it). Asked once per flush (an SPA's path changes between flushes).
   const page = () => {
     const loc = g.location;
-    return core.fenced((c) => raw.text(raw.call('page', c.p, raw.put0(loc ? loc.pathname : ''), raw.put(loc ? template(loc.href) : ''))), '') || '';
+    return core.fenced((c) => raw.text(raw.fn('page')(c.p, raw.put0(loc ? loc.pathname : ''), raw.put(loc ? template(loc.href) : ''))), '') || '';
   };
   // `sentAt` is on the records' clock (their startEpochMs is performance.timeOrigin + t), so
   // the collector's received − sentAt measures exactly the skew of the times it stores.
-  const next = (max, reason, urgent, t) => q.take(max, reason, urgent, page(), t, performance.timeOrigin + t);
+  const next = (max, reason, urgent, path, t) => q.take(max, reason, urgent, path, t, performance.timeOrigin + t);
   const offline = () => !!nav && nav.onLine === false;
 
   // Everything below runs fenced (core.js): a throw turns measurement off, and then nothing
@@ -199,8 +199,9 @@ function makeTransport(core, q, url, nativeFetch, encode, template, raw, take) {
   function fetchAll(reason, urgent) {
     const sends = [];
     core.fenced(() => {
+      const path = page();
       for (let i = 0; i < MAX_SENDS; i++) {
-        const payload = next(MAX_PAYLOAD, reason, urgent, performance.now());
+        const payload = next(MAX_PAYLOAD, reason, urgent, path, performance.now());
         if (payload === undefined) break;
         sends.push(send(payload, q.batch));
       }
@@ -237,9 +238,10 @@ function makeTransport(core, q, url, nativeFetch, encode, template, raw, take) {
   /** sendBeacon what it takes, in smaller payloads when it refuses; persist the rest. */
   function beaconAll(reason) {
     const t = performance.now();
+    const path = page();
     let max = MAX_PAYLOAD;
     for (let i = 0; i < MAX_SENDS && q.dueAt() >= 0; i++) {
-      const payload = next(max, reason, true, t);
+      const payload = next(max, reason, true, path, t);
       if (payload !== undefined) {
         let ok = false;
         try {

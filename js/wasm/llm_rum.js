@@ -88,12 +88,13 @@ async function load(arg) {
 /**
  * The calling convention itself, for the chunks that wrap the exports only they use
  * (capture/es-measure.js: EventSource; deliver/transport.js: beacons) — so those wrappers are
- * not in what every page loads (issue 14: size). `call(name, p, …)` calls export `name`
- * (looked up at each call); text and bytes arguments go through `put0` / `put`, text results
- * through `text`, as in `Core` below. Handed to the chunks by index.js (a shared import would
- * split off a third file every page loads).
+ * not in what every page loads (issue 14: size). `fn(name)` is export `name` of the current
+ * instance, called directly — `raw.fn('es_message')(p, …)`: no argument array per call, which
+ * an EventSource pays per event; text and bytes arguments go through `put0` / `put`, text
+ * results through `text`, as in `Core` below. Handed to the chunks by index.js (a shared
+ * import would split off a third file every page loads).
  */
-export const raw = { call: (name, ...a) => w[name](...a), put0, put, text };
+export const raw = { fn: (name) => w[name], put0, put, text };
 
 export class Core {
   constructor(config) {
