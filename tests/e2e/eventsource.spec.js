@@ -8,10 +8,13 @@ import { test, expect } from '@playwright/test';
 import { ORIGIN, OTHER, testId, truth, openPage, percentile, contentWrites, gaps, lag } from './util.js';
 
 const TOL = 3;
-// The SDK's stamps vs the app's own reads of the same chunks. The SDK stamps first (causal:
-// it sees the chunk before the app's read resolves), typically 0.05–0.3 ms earlier; a single
-// pair can be further apart when the OS preempts the page between the two on a loaded
-// machine, so the bound is the issue's 3 ms, and the order is checked strictly.
+// The SDK's stamps vs the app's own onmessage of the same messages. The SDK's listener runs
+// first (causal), typically 0.05–0.3 ms earlier: the bound is the issue's 3 ms, plus, for the
+// messages a figure depends on, how long each sat between its creation (Event.timeStamp) and
+// the app's handler — the SDK stamped it inside that window. That window is ~0.1 ms unless
+// the machine held the page between the two listeners: a clean-clone CI run saw one message
+// 8.6 ms apart (its gap, itl.max, 8.6 ms over the app's), which a fixed bound turned into a
+// flaky failure. The windows' median is checked to be small, so the allowance stays rare.
 const SDK_TOL = 3;
 // Single-message lags in the secondary tests: a sanity bound only (one delivery can wait for
 // scheduling on this shared machine); accuracy is the first test's job, with statistics.
@@ -30,8 +33,11 @@ async function stream(page, query, opts = {}) {
       const h = await import('/helpers.js');
       const { events, rec } = await h.esStream(url, opts);
       // The app's onmessage times of content messages, as offsets from the record's start.
-      const app = events.filter((e) => CONTENT_RE.test(e.data)).map((e) => performance.timeOrigin + e.t - rec.startEpochMs);
-      return { rec, events, app, appFirst: app.length ? app[0] : null };
+      const content = events.filter((e) => CONTENT_RE.test(e.data));
+      const app = content.map((e) => performance.timeOrigin + e.t - rec.startEpochMs);
+      // Per content message: from its creation to the app's handler (see SDK_TOL).
+      const waits = content.map((e) => e.t - e.ts);
+      return { rec, events, app, waits, appFirst: app.length ? app[0] : null };
     },
     { url, opts },
   );
@@ -53,7 +59,7 @@ test.afterEach(async ({ page }) => {
 });
 
 test('ttft, gaps, the scripted stall and the server trace match the ground truth', async ({ page }) => {
-  const { rec, app, appFirst, events, truth: t } = await stream(page, 'prefill_ms=300&gap_ms=30&jitter_ms=8&seed=7&tokens=40&stall_at=20&stall_ms=400');
+  const { rec, app, waits, appFirst, events, truth: t } = await stream(page, 'prefill_ms=300&gap_ms=30&jitter_ms=8&seed=7&tokens=40&stall_at=20&stall_ms=400');
   const writes = contentWrites(t);
   expect(writes.length).toBe(40);
 
@@ -78,18 +84,35 @@ test('ttft, gaps, the scripted stall and the server trace match the ground truth
   // 1. The SDK's own error: its stamps vs the app's own onmessage of the same
   //    messages (the SDK's listener runs first).
   expect(app).toHaveLength(40);
+  expect(waits).toHaveLength(40);
+  // The windows are real: the event was made before the app's handler ran (a clock step of
+  // slack), and usually just before (a handful of ms for half the messages would mean the
+  // allowance below carries the check).
+  expect(Math.min(...waits)).toBeGreaterThan(-0.2);
+  expect(percentile(waits, 0.5)).toBeLessThan(1);
+  const win = waits.map((x) => Math.max(0, x));
+  console.log(`eventsource handler waits: median ${percentile(waits, 0.5).toFixed(2)} ms, max ${Math.max(...waits).toFixed(2)} ms`);
   expect(rec.ttft).toBeLessThanOrEqual(appFirst + 0.2);
-  expect(Math.abs(rec.ttft - appFirst)).toBeLessThan(SDK_TOL);
-  expect(Math.abs(rec.total - app[39])).toBeLessThan(SDK_TOL);
+  expect(Math.abs(rec.ttft - appFirst)).toBeLessThan(SDK_TOL + win[0]);
+  expect(Math.abs(rec.total - app[39])).toBeLessThan(SDK_TOL + win[39]);
   const appGaps = gaps(app);
+  // Gap i (message i to i+1) as the SDK stamped it lies in [app − win[i+1], app + win[i]]; a
+  // quantile is monotone in every sample, so the SDK's lies between the quantiles of those
+  // bounds (plus the histogram's 1 % relative error and SDK_TOL).
+  const lo = appGaps.map((g, i) => g - win[i + 1]);
+  const hi = appGaps.map((g, i) => g + win[i]);
   expect(rec.itl.n).toBe(39);
   for (const [k, q] of [['p50', 0.5], ['p95', 0.95], ['p99', 0.99]]) {
     const exact = percentile(appGaps, q);
-    expect(Math.abs(rec.itl[k] - exact), `itl.${k}: ${rec.itl[k]} vs the app's ${exact}`).toBeLessThan(SDK_TOL + 0.01 * exact);
+    const msg = `itl.${k}: ${rec.itl[k]} vs the app's ${exact} (window ${percentile(lo, q)}..${percentile(hi, q)})`;
+    expect(rec.itl[k], msg).toBeGreaterThan(percentile(lo, q) - SDK_TOL - 0.01 * exact);
+    expect(rec.itl[k], msg).toBeLessThan(percentile(hi, q) + SDK_TOL + 0.01 * exact);
   }
-  expect(Math.abs(rec.itl.max - Math.max(...appGaps))).toBeLessThan(SDK_TOL);
+  expect(rec.itl.max).toBeGreaterThan(Math.max(...lo) - SDK_TOL);
+  expect(rec.itl.max).toBeLessThan(Math.max(...hi) + SDK_TOL);
   expect(rec.stalls.count).toBe(1);
-  expect(Math.abs(rec.stallList[0].dur - appGaps[19])).toBeLessThan(SDK_TOL);
+  expect(rec.stallList[0].dur).toBeGreaterThan(lo[19] - SDK_TOL);
+  expect(rec.stallList[0].dur).toBeLessThan(hi[19] + SDK_TOL);
 
   // 2. Against the server's send times (wall clock): the median delivery lag within 3 ms,
   //    every message within 50 ms, the gap statistics within 3 ms (+1 %) or, when the machine

@@ -88,7 +88,9 @@ export async function esStream(url, { types = [], closeOn = null, Ctor = EventSo
   await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('EventSource did not finish: ' + url)), 20000);
     const on = (ev) => {
-      events.push({ type: ev.type, data: ev.data, lastEventId: ev.lastEventId, origin: ev.origin, trusted: ev.isTrusted, t: performance.now() });
+      // `ts`: when the browser made the event (Event.timeStamp, the clock of performance.now()):
+      // the SDK's listener, which runs before this one, stamped it between `ts` and `t`.
+      events.push({ type: ev.type, data: ev.data, lastEventId: ev.lastEventId, origin: ev.origin, trusted: ev.isTrusted, ts: ev.timeStamp, t: performance.now() });
       if (ev.data === '[DONE]' || ev.type === closeOn) {
         es.close();
         clearTimeout(timer);
