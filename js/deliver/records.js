@@ -18,7 +18,8 @@ export function makeDeliver(core, opts, transport, warnOnce) {
     // Taken either way (that drains the core's list); parsed only for an onRecord to read.
     const records = core.fenced((c) => {
       const text = c.take_records(false);
-      return text && onRecord ? JSON.parse('[' + text.split('\n').join(',') + ']') : null;
+      // One record per line, and JSON text never holds a raw newline: the lines are an array.
+      return text && onRecord ? JSON.parse('[' + text.replace(/\n/g, ',') + ']') : null;
     }, null);
     for (const r of records || []) {
       try {
