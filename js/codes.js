@@ -10,6 +10,8 @@ export const ABORTED = 1;
 export const ERROR = 2;
 /** End without a record: the request turned out not to be measurable. */
 export const FORGET = 4;
+/** Seen up to now and no further (the early tap's bound): the record ends `partial`. */
+export const UNSEEN = 5;
 
 // How the answer element was known (Core::observe): the record's `paintSource`. NONE: auto
 // mode is looking for it (paint tracking on, no element yet).

@@ -202,6 +202,17 @@ export interface Delivery {
 }
 
 /**
+ * Something the SDK could not see of a request (`RumRecord.unseen`):
+ * - `'firstPaint'`: answer text arrived before paint observation watched the request (it came
+ *   in after the app had the text), so when it was first painted is not known: every paint
+ *   metric is null and `stalls` are between arrivals;
+ * - `'end'`: the early tap's bound was reached before the core came (256 KiB or 4096 chunks of
+ *   one response, README), so the record covers the stream up to `marks.end`: its `outcome` is
+ *   `'partial'`.
+ */
+export type Unseen = 'firstPaint' | 'end';
+
+/**
  * A response fact that can explain bursts (`RumRecord.upstreamHints`): a compressed stream
  * (by coding), the server's `X-Accel-Buffering` reaching the page (so no nginx consumed it),
  * or the presence — never the value — of a proxy or CDN header.
@@ -366,6 +377,12 @@ export interface RumRecord {
    * renderDelay only if the end of the answer was painted before.
    */
   hidden: boolean;
+  /**
+   * What the SDK could not see of this request ([] normally). Only requests made before the
+   * wasm core was in can miss anything: they reach the app at once and are measured from a
+   * bounded tap (README "How it works: before the core is in").
+   */
+  unseen: Unseen[];
   /** rum.mark(name) offsets. */
   userMarks: Record<string, number>;
   /** Per-stage durations: each mark minus the previous mark in time (the first: minus start). */

@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// The units of `src/core`, leaves first: each may import only from units listed before it.
-const ORDER: [&str; 9] = ["util", "stalls", "config", "stream", "trace", "paint", "request", "record", "session"];
+const ORDER: [&str; 10] = ["util", "clock", "stalls", "config", "stream", "trace", "paint", "request", "record", "session"];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in fs::read_dir(dir).unwrap() {

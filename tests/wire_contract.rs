@@ -85,6 +85,7 @@ struct RumRecord {
     stall_list: Vec<Stall>,
     budget_breaches: Vec<BudgetBreach>,
     hidden: bool,
+    unseen: Vec<Unseen>,
     user_marks: BTreeMap<String, f64>,
     user_stages: BTreeMap<String, f64>,
 }
@@ -439,6 +440,14 @@ fn keys(decl: &BTreeMap<String, Vec<Member>>, name: &str) -> BTreeSet<String> {
     decl.get(name).unwrap_or_else(|| panic!("js/index.d.ts declares no {name}")).iter().map(|m| m.name.clone()).collect()
 }
 
+/// `Unseen` in the .d.ts (a type alias).
+#[derive(Debug, Deserialize, PartialEq, Eq, PartialOrd, Ord, Clone, Copy)]
+#[serde(rename_all = "camelCase")]
+enum Unseen {
+    FirstPaint,
+    End,
+}
+
 /// The string literals of a union type: `'ok' | 'aborted'` → {ok, aborted}.
 fn literals(decl: &BTreeMap<String, Vec<Member>>, iface: &str, member: &str) -> BTreeSet<String> {
     let ty = &decl[iface].iter().find(|m| m.name == member).unwrap_or_else(|| panic!("{iface}.{member}")).ty;
@@ -468,6 +477,9 @@ fn the_mirror_and_index_d_ts_declare_the_same_keys_and_values() {
     let core: BTreeSet<String> = llm_rum::core::request::hints::ALL.iter().map(|h| h.to_string()).collect();
     assert_eq!(type_literals("UpstreamHint"), names::<UpstreamHint>(), "UpstreamHint: js/index.d.ts vs the mirror");
     assert_eq!(core, names::<UpstreamHint>(), "UpstreamHint: the core vs the mirror");
+    let core: BTreeSet<String> = llm_rum::core::request::kinds::UNSEEN_ALL.iter().map(|h| h.to_string()).collect();
+    assert_eq!(type_literals("Unseen"), names::<Unseen>(), "Unseen: js/index.d.ts vs the mirror");
+    assert_eq!(core, names::<Unseen>(), "Unseen: the core vs the mirror");
     for (iface, member, mirror) in [
         ("RumRecord", "traceSource", names::<TraceSource>()),
         ("RumRecord", "transport", names::<Transport>()),
@@ -496,6 +508,7 @@ fn the_facade_passes_the_cores_codes() {
     assert_eq!(End::from_code(code("ABORTED")), End::Aborted);
     assert_eq!(End::from_code(code("ERROR")), End::Error);
     assert_eq!(code("FORGET"), llm_rum::core::request::kinds::FORGET);
+    assert_eq!(code("UNSEEN"), llm_rum::core::request::kinds::UNSEEN_REST);
     assert_eq!((code("PAINT_NONE"), code("PAINT_OBSERVED"), code("PAINT_AUTO")), (PAINT_NONE, PAINT_OBSERVED, PAINT_AUTO));
 }
 
@@ -640,6 +653,16 @@ event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{
     out.extend(s.take_outgoing());
     s.end(h, 30.0, End::Error);
     out.extend(s.take_finished());
+    // Made before the core was in (issue 27): its text arrived before paint observation, and the
+    // early tap's bound ended what was seen of it.
+    let mut s = session(&[]);
+    let h = s.begin("https://chat.example/v1/chat", "post", 0.0, 1.7e12, &random(19));
+    s.get(h).unwrap().on_headers(10.0, 200, "text/event-stream", false);
+    s.get(h).unwrap().on_chunk(20.0, openai[0]);
+    s.paint_ready(40.0);
+    s.get(h).unwrap().observe(PAINT_OBSERVED);
+    s.end_unseen(h, 50.0);
+    out.extend(s.take_finished());
     out
 }
 
@@ -648,6 +671,7 @@ fn every_record_the_core_encodes_reads_into_the_mirror() {
     let recs = records();
     assert!(recs.len() >= 15, "{}", recs.len());
     let mut seen = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new(), BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
+    let mut unseen = BTreeSet::new();
     for text in &recs {
         let r: RumRecord = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
         assert!(!text.contains("secret") && !text.contains("Hello"), "no query strings, no answer text: {text}");
@@ -657,7 +681,9 @@ fn every_record_the_core_encodes_reads_into_the_mirror() {
         seen.3.insert(r.transport);
         seen.4.insert(r.upstream_buffered);
         seen.5.extend(r.upstream_hints.unwrap_or_default());
+        unseen.extend(r.unseen);
     }
+    assert_eq!(unseen.len(), names::<Unseen>().len(), "every `unseen` value occurs: {unseen:?}");
     assert_eq!(seen.4, BTreeSet::from([None, Some(false), Some(true)]), "upstreamBuffered: each value occurs");
     assert!(seen.5.len() >= 3, "{:?}", seen.5);
     // The set is varied enough to mean something: every outcome, format, trace source and

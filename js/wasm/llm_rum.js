@@ -137,6 +137,9 @@ export class Core {
   paint(h, t, len, errMs, probe) {
     return !!w.paint(this.p, h, t, len, errMs, put0(probe));
   }
+  paint_ready(t) {
+    w.paint_ready(this.p, t);
+  }
   finish(h) {
     w.finish(this.p, h);
   }

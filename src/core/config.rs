@@ -25,10 +25,6 @@ pub struct Budget {
 pub struct Config {
     /// A gap longer than this between visible progress is a stall (see `stalls.rs`).
     pub stall_threshold_ms: f64,
-    /// The page clock's step (performance.now() granularity: 5 µs to 1 ms by engine and
-    /// isolation), measured by the facade at init. Every time read from it is within one step
-    /// of the true time, so it adds to the paint brackets' error (`paintErrorMs`).
-    pub clock_step_ms: f64,
     /// `location.origin` of the page, e.g. `https://chat.example.com`.
     pub page_origin: String,
     /// Cross-origin `traceparent` allowlist: origins (`https://api.example.com`) or URL
@@ -54,7 +50,6 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             stall_threshold_ms: DEFAULT_STALL_THRESHOLD_MS,
-            clock_step_ms: 0.0,
             page_origin: String::new(),
             propagate: Vec::new(),
             budgets: Vec::new(),
@@ -84,19 +79,18 @@ fn texts(v: Option<Json<'_>>) -> Vec<String> {
 impl Config {
     /// The configuration js/core.js hands over, as one JSON object:
     /// `{"pageOrigin": "https://chat.example", "propagate": ["https://api.example/v1/"],
-    /// "correlation": ["x-request-id"], "stallThresholdMs": 250, "clockStepMs": 0.1, "stripQuery": true,
+    /// "correlation": ["x-request-id"], "stallThresholdMs": 250, "stripQuery": true,
     /// "templateIds": true, "sampled": true, "budgets": [["ttft", 800], ["itl.p95", 150]],
     /// "collect": true}`. A member that is missing or of another type keeps its default
     /// (`collect` false: no collector).
     pub fn from_json(json: &str) -> Config {
         let mut cfg = Config::default();
         let Some(root) = json_read::parse(json) else { return cfg };
-        let [origin, propagate, correlation, threshold, step, strip, template_ids, sampled, budgets, collect] = root.fields([
+        let [origin, propagate, correlation, threshold, strip, template_ids, sampled, budgets, collect] = root.fields([
             "pageOrigin",
             "propagate",
             "correlation",
             "stallThresholdMs",
-            "clockStepMs",
             "stripQuery",
             "templateIds",
             "sampled",
@@ -108,9 +102,6 @@ impl Config {
         cfg.correlation = texts(correlation);
         if let Some(ms) = threshold.and_then(number) {
             cfg.stall_threshold_ms = ms;
-        }
-        if let Some(ms) = step.and_then(number).filter(|ms| ms.is_finite() && *ms >= 0.0) {
-            cfg.clock_step_ms = ms;
         }
         if let Some(b) = strip.and_then(Json::as_bool) {
             cfg.strip_query = b;

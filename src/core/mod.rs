@@ -8,6 +8,7 @@
 //!
 //! ```text
 //! util/      size-driven stand-ins: JSON read/write, decimal, hex, math, truncate, URL split
+//! clock.rs   the page clock's step, inferred from the readings (a leaf)
 //! stalls.rs  Stall, Stalls, Blame: filled by request/ and paint/, reported by record/ (a leaf)
 //! config.rs  the SDK configuration as the core sees it (one JSON object from the facade)
 //! stream/    1. bytes → content: framing (SSE, NDJSON, text), UTF-8, formats, text tail
@@ -23,6 +24,7 @@
 //! pages with a collector load (js/deliver/queue.js; issue 14: −2.0 KB brotli of wasm on
 //! every page).
 
+pub mod clock;
 pub mod config;
 pub mod paint;
 pub mod record;

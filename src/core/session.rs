@@ -3,6 +3,7 @@
 //! talks to it with small integer handles, so no Rust object crosses into JS per request.
 
 use alloc::{string::String, vec::Vec};
+use crate::core::clock::ClockGrain;
 use crate::core::config::Config;
 use crate::core::util::url::strip_query;
 use crate::core::util::hex;
@@ -44,6 +45,10 @@ pub struct Session {
     /// The page is being unloaded (pagehide, not into the back/forward cache): the browser
     /// tears its streams down, and those that end now were cut by the page going away.
     pub unloading: bool,
+    /// The page clock's step, read off the stamps the facade hands in (`see`).
+    pub grain: ClockGrain,
+    /// When paint observation came in (`paint_ready`), if the facade said so.
+    paint_live_at: Option<f64>,
 }
 
 /// The 32 random bytes a request needs: 16 trace id, 8 span id, 8 record id.
@@ -70,7 +75,17 @@ fn timeline_mut(slots: &mut [Slot], h: Handle) -> Option<&mut Timeline> {
 
 impl Session {
     pub fn new(cfg: Config) -> Session {
-        Session { cfg, slots: Vec::new(), seq: 0, finished: Vec::new(), outgoing: Vec::new(), dropped: 0, unloading: false }
+        Session {
+            cfg,
+            slots: Vec::new(),
+            seq: 0,
+            finished: Vec::new(),
+            outgoing: Vec::new(),
+            dropped: 0,
+            unloading: false,
+            grain: ClockGrain::default(),
+            paint_live_at: None,
+        }
     }
 
     /// Starts a timeline for a request about to be sent. `url` is absolute. Returns the
@@ -97,8 +112,28 @@ impl Session {
             method: method.to_ascii_uppercase(),
             start_epoch_ms: epoch_ms,
         };
-        let tl = Timeline::new(&self.cfg, ident, t);
+        let mut tl = Timeline::new(&self.cfg, ident, t);
+        if let Some(t) = self.paint_live_at {
+            tl.paint_from = t;
+        }
+        self.grain.see(t);
         self.insert(tl, t)
+    }
+
+    /// Paint observation is in from `t` on (js/capture/paint-on-demand.js, once per page): the
+    /// requests begun or running before that — the ones made before the core or the paint
+    /// chunk was in (issue 27: they are never held back for it) — are watched from `t`, so text
+    /// of theirs that arrived earlier may have been painted unseen (`Timeline::paint_from`).
+    pub fn paint_ready(&mut self, t: f64) {
+        if self.paint_live_at.is_some() {
+            return;
+        }
+        self.paint_live_at = Some(t);
+        for slot in self.slots.iter_mut() {
+            if let Some(tl) = slot.timeline.as_mut() {
+                tl.paint_from = t;
+            }
+        }
     }
 
     /// Starts the record of one EventSource connection attempt. An EventSource
@@ -213,6 +248,7 @@ impl Session {
         // Chromium aborts the page's fetches after pagehide: not an error, not the user's
         // abort, but a stream cut by the page going away: the record's `partial` outcome.
         let outcome = if self.unloading && outcome != Outcome::Ok { Outcome::Partial } else { outcome };
+        self.grain.see(t);
         let Some(tl) = self.get(h) else { return false };
         tl.on_end(t, outcome);
         if tl.awaits_paint() && outcome != Outcome::Partial {
@@ -222,10 +258,20 @@ impl Session {
         true
     }
 
+    /// The facade saw request `h` up to `t` and no further (`kinds::UNSEEN_REST`): its record
+    /// ends there, `partial`, saying so.
+    pub fn end_unseen(&mut self, h: Handle, t: f64) {
+        if let Some(tl) = self.get(h) {
+            tl.unseen_end = true;
+            self.end(h, t, Outcome::Partial);
+        }
+    }
+
     /// A frame painted the observed answer element of `h` at `t` (± `err_ms`) showing
     /// `rendered_len` chars, ending with `probe`. Returns true when this completed the record
     /// (queued now).
     pub fn paint(&mut self, h: Handle, t: f64, rendered_len: u32, err_ms: f64, probe: &str) -> bool {
+        self.grain.see(t);
         let Some(tl) = self.get(h) else { return false };
         tl.on_paint(t, rendered_len, err_ms, probe);
         if tl.is_ended() && !tl.awaits_paint() {
@@ -246,7 +292,7 @@ impl Session {
             return;
         }
         let mut w = JsonWriter::new();
-        record::encode(&tl, &self.cfg, &mut w);
+        record::encode(&tl, &self.cfg, self.grain.step_ms(), &mut w);
         if self.cfg.collect {
             bounded_push(&mut self.outgoing, &mut self.dropped, w.out.clone());
         }
@@ -265,6 +311,7 @@ impl Session {
         if !self.cfg.sampled || !self.cfg.collect {
             return;
         }
+        let grain = self.grain.step_ms();
         for slot in self.slots.iter_mut() {
             // Ended ones waiting for their last paint are finished by the caller instead.
             let Some(tl) = slot.timeline.as_mut().filter(|tl| !tl.is_ended()) else { continue };
@@ -272,7 +319,7 @@ impl Session {
             tl.end = Some(t);
             tl.outcome = Some(Outcome::Partial);
             let mut w = JsonWriter::new();
-            record::encode(tl, &self.cfg, &mut w);
+            record::encode(tl, &self.cfg, grain, &mut w);
             tl.end = end;
             tl.outcome = outcome;
             bounded_push(&mut self.outgoing, &mut self.dropped, w.out);

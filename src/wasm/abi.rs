@@ -151,6 +151,11 @@ pub extern "C" fn paint(p: *mut Core, h: u32, t: f64, len: u32, err_ms: f64, pro
 }
 
 #[no_mangle]
+pub extern "C" fn paint_ready(p: *mut Core, t: f64) {
+    core(p).paint_ready(t);
+}
+
+#[no_mangle]
 pub extern "C" fn finish(p: *mut Core, h: u32) {
     core(p).finish(h);
 }

@@ -4,7 +4,7 @@
 
 use crate::core::request::headers::apply_response_headers;
 use crate::core::config::Config;
-use crate::core::request::kinds::{Outcome, FORGET};
+use crate::core::request::kinds::{Outcome, FORGET, UNSEEN_REST};
 use crate::core::session::Session;
 use crate::core::trace::server_timing::ServerTimingEntry;
 use alloc::string::String;
@@ -63,6 +63,7 @@ impl Core {
     /// A body chunk delivered at `t`; `asked`: when the app's read asked for it (the
     /// wrapper's pull), so the app's own time is not taken for a network silence.
     pub fn chunk(&mut self, h: u32, t: f64, bytes: &[u8], asked: f64) {
+        self.session.grain.see(t);
         if let Some(tl) = self.session.get(h) {
             tl.on_asked(asked);
             tl.on_chunk(t, bytes);
@@ -75,6 +76,10 @@ impl Core {
     pub fn end(&mut self, h: u32, t: f64, outcome: u32) -> bool {
         if outcome == FORGET {
             self.session.discard(h);
+            return true;
+        }
+        if outcome == UNSEEN_REST {
+            self.session.end_unseen(h, t);
             return true;
         }
         self.session.end(h, t, Outcome::from_code(outcome))
@@ -105,6 +110,11 @@ impl Core {
     /// with `probe`. Returns true when the record completed (JS stops watching, delivers).
     pub fn paint(&mut self, h: u32, t: f64, len: u32, err_ms: f64, probe: &str) -> bool {
         self.session.paint(h, t, len, err_ms, probe)
+    }
+
+    /// Paint observation is in from `t` on (`Session::paint_ready`).
+    pub fn paint_ready(&mut self, t: f64) {
+        self.session.paint_ready(t);
     }
 
     /// No more paints will come for `h` (timeout, element removed): queue its record.

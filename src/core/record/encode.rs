@@ -10,7 +10,7 @@ use crate::core::util::hex::push_hex;
 use crate::core::util::json_write::JsonWriter;
 use crate::core::record::budgets::metric_value;
 use crate::core::record::seen::Seen;
-use crate::core::request::kinds::paint_source_name;
+use crate::core::request::kinds::{paint_source_name, UNSEEN_END, UNSEEN_FIRST_PAINT};
 use crate::core::request::kinds::Via;
 use crate::core::request::timeline::Timeline;
 
@@ -38,8 +38,9 @@ fn server_timing(tl: &Timeline, w: &mut JsonWriter) {
     w.end_array();
 }
 
-/// Encodes the record. `cfg` supplies the budgets and how URLs are recorded.
-pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
+/// Encodes the record. `cfg` supplies the budgets and how URLs are recorded; `clock_step_ms`
+/// is the page clock's step (`clock::ClockGrain`), part of every paint time's error.
+pub fn encode(tl: &Timeline, cfg: &Config, clock_step_ms: f64, out: &mut JsonWriter) {
     let id = &tl.ident;
     let seen = Seen::of(tl);
     let w = out;
@@ -127,7 +128,7 @@ pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
     }
     // The brackets' half widths (clock readings), plus the clock's own step.
     w.key("paintErrorMs");
-    w.opt_ms(seen.paint.paint_error_ms.map(|e| e + cfg.clock_step_ms));
+    w.opt_ms(seen.paint.paint_error_ms.map(|e| e + clock_step_ms));
     w.key("paintSource");
     w.str(paint_source_name(tl.paint_source));
 
@@ -293,6 +294,17 @@ pub fn encode(tl: &Timeline, cfg: &Config, out: &mut JsonWriter) {
 
     w.key("hidden");
     w.bool(tl.hidden());
+    // What the SDK could not see (issue 27: requests made before the core was in are passed to
+    // the app at once, never held for it): see kinds::UNSEEN_ALL.
+    w.key("unseen");
+    w.begin_array();
+    if tl.observed && tl.first_paint_unseen() {
+        w.str(UNSEEN_FIRST_PAINT);
+    }
+    if tl.unseen_end {
+        w.str(UNSEEN_END);
+    }
+    w.end_array();
     w.key("userMarks");
     w.begin_object();
     for (k, t) in &tl.user_marks {

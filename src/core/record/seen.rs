@@ -27,7 +27,13 @@ impl<'a> Seen<'a> {
         let r = tl.paint.result();
         let hidden_at = tl.paint.hidden_at();
         let visible = |t: &f64| hidden_at.is_none_or(|h| *t <= h);
-        let first_paint = r.first_paint.filter(visible).filter(|_| tl.paint_source != PAINT_NONE);
+        // Text that arrived before paint observation watched the request may have been painted
+        // unseen (issue 27: the app is never held back for it): no paint metric then, rather
+        // than a later frame passed off as the first one (the record's `unseen` says so).
+        let first_paint = r
+            .first_paint
+            .filter(visible)
+            .filter(|_| tl.paint_source != PAINT_NONE && !tl.first_paint_unseen());
         // Hidden before the end of the answer was painted: its last paint was never seen
         // (the tracker's fallback — the last paint before the final arrival — would pass
         // for it).

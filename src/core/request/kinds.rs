@@ -46,6 +46,19 @@ impl Outcome {
 /// (an opaque response, an EventSource the browser refused to construct).
 pub const FORGET: u32 = 4;
 
+/// The facade's code for "seen up to here": the early tap (js/capture/tap.js) kept what its
+/// bound allows of a request made before the core was in, and no more. The record ends here,
+/// `partial`, and its `unseen` says `end` (issue 27: never a wrong number).
+pub const UNSEEN_REST: u32 = 5;
+
+/// `record.unseen`: what the SDK could not see of a request, by name (js/index.d.ts `Unseen`
+/// names the same; tests/wire_contract.rs compares them). `firstPaint`: answer text arrived
+/// before paint observation watched the request, so no paint metric is reported; `end`: the
+/// record covers the stream only up to `marks.end` (`UNSEEN_REST`).
+pub const UNSEEN_FIRST_PAINT: &str = "firstPaint";
+pub const UNSEEN_END: &str = "end";
+pub const UNSEEN_ALL: [&str; 2] = [UNSEEN_FIRST_PAINT, UNSEEN_END];
+
 /// How the answer element was known (`record.paintSource`), by the facade's code
 /// (js/codes.js names the same; tests/wire_contract.rs compares them): not known (none named,
 /// or auto mode found none: closed shadow roots, canvas, no text on the page), named by the app

@@ -93,6 +93,13 @@ pub struct Timeline {
     pub via: Via,
     /// EventSource reconnects: the record id of the connection's first attempt.
     pub reconnect_of: Option<String>,
+    /// The facade stopped seeing the stream before its end (the early tap's bound, issue 27):
+    /// the record covers it up to `end` (outcome `partial`), and says so in `unseen`.
+    pub unseen_end: bool,
+    /// Paint observation watched this request from this time on (`Session::paint_ready`;
+    /// −∞: from its start). Text that arrived before it may have been painted unseen, so the
+    /// first paint is not known (`record::seen`).
+    pub paint_from: f64,
     stall_threshold_ms: f64,
     decoder: Option<StreamDecoder>,
 }
@@ -132,6 +139,8 @@ impl Timeline {
             blames: Vec::new(),
             via: Via::Fetch,
             reconnect_of: None,
+            unseen_end: false,
+            paint_from: f64::NEG_INFINITY,
             stall_threshold_ms: cfg.stall_threshold_ms,
             decoder: None,
         }
@@ -530,6 +539,11 @@ impl Timeline {
     }
     pub fn complete(&self) -> bool {
         self.content.done
+    }
+    /// Answer text arrived before paint observation was watching this request: when it was
+    /// first painted cannot be known.
+    pub fn first_paint_unseen(&self) -> bool {
+        self.first_token.is_some_and(|t| t < self.paint_from)
     }
     /// Sum of server stage durations (all Server-Timing entries with `dur`, except a
     /// `total` entry which spans the others) — the server's share of TTFT.
