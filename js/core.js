@@ -76,7 +76,6 @@ export async function loadCore(opts, nativeFetch, core) {
       propagate: opts.propagateTraceUrls,
       correlation: opts.correlationHeaders.map((h) => h.toLowerCase()),
       stallThresholdMs: opts.stallThresholdMs, // unset: the core's default (src/core/stalls.rs)
-      clockStepMs: clockStep(),
       stripQuery: opts.stripQuery,
       templateIds: opts.templateIds,
       sampled: session.sampled,
@@ -162,28 +161,4 @@ export function makeCore() {
     },
   };
   return core;
-}
-
-/**
- * The page clock's step: performance.now() is coarsened (HR-Time §"coarsen time") to 5 µs on
- * a cross-origin isolated page and 100 µs otherwise in Chromium, to 1 ms in Firefox and WebKit,
- * possibly with jitter at the step boundaries, so any time read from it is within one step of
- * the true time. Measured once by init(): the smallest difference between consecutive distinct
- * readings over two ticks (≤ ~2 ms of spinning where the step is 1 ms, ~0.2 ms in Chromium;
- * capped at 5 ms). The core adds it to the paint brackets' half widths for `paintErrorMs`.
- */
-function clockStep() {
-  const t0 = performance.now();
-  let a = t0;
-  let step = Infinity;
-  for (let ticks = 0; ticks < 2; ) {
-    const b = performance.now();
-    if (b !== a) {
-      step = Math.min(step, b - a);
-      a = b;
-      ticks++;
-    }
-    if (b - t0 > 5) break;
-  }
-  return Number.isFinite(step) ? step : 5;
 }

@@ -21,7 +21,7 @@ import { randomBytes } from './ids.js';
 import { makeDeliver } from './deliver/records.js';
 import { paintOnDemand, ownUrl } from './capture/paint-on-demand.js';
 import { makeMatcher } from './capture/match.js';
-import { makeFetch, measureSent } from './capture/fetch.js';
+import { makeFetch, adoptTap } from './capture/fetch.js';
 import { earlyFetch } from './capture/early.js';
 import { makeEventSource } from './capture/eventsource.js';
 import { startLifecycle } from './lifecycle.js';
@@ -83,29 +83,30 @@ function start(options, native, undo, down) {
   // The beacon transport is a chunk of its own, loaded only with a collector. Paint
   // observation likewise unless `observe: false` (auto mode, the default, must watch from the
   // first measured stream's first frame); with false, on the first rum.observe(). Both load
-  // while the wasm does; the responses of early requests wait for them too.
+  // while the wasm does; nothing of the app's waits for them.
   const chunks = {
     sender: opts.collector ? chunk(later.then(() => import('./deliver/transport.js'))) : null,
     painter: opts.observe ? chunk(later.then(() => import('./capture/paint.js'))) : null,
   };
 
   // What the app does before the core is in, done once it is (or let go when it failed) in
-  // the order the app did it: fetch (its response held until then, at most a moment:
-  // capture/early.js), EventSource (its events kept until then: capture/eventsource.js),
-  // rum.observe(), rum.mark().
+  // the order the app did it: fetch (its response goes to the app at once, a tap keeps what
+  // measuring it needs: capture/early.js), EventSource (its events kept until then:
+  // capture/eventsource.js), rum.observe(), rum.mark().
   /** @type {import('./capture/early.js').Deferred[]} */
   const deferred = [];
   const defer = (f) => void deferred.push(f);
-  const replay = (measure) => {
+  const replay = (adopt) => {
     for (const f of deferred.splice(0)) {
       try {
-        f(measure);
+        f(adopt);
       } catch (e) {
         core.fail(e);
       }
     }
   };
-  const early = earlyFetch(native.fetch, defer);
+  const match = makeMatcher(opts, warnOnce);
+  const early = earlyFetch(native.fetch, match, base, defer);
   // EventSource measurement is a chunk loaded by the first EventSource — or with the loads
   // above, when there is a traceparent query parameter to add (it must be in before the native
   // constructor runs).
@@ -128,15 +129,15 @@ function start(options, native, undo, down) {
   for (const k of patched) g[k] = ours[k];
 
   const ready = loading
-    .then((tab) => (tab && !stopped ? setup(opts, native, core, tab, chunks, early, es, life, warnOnce, ours, undo) : null))
+    .then((tab) => (tab && !stopped ? setup(opts, native, core, tab, chunks, early, es, life, warnOnce, ours, undo, match) : null))
     .then(
       (started) => {
-        if (!started) {
+        if (!started || stopped) {
           down();
           return false;
         }
         api = started.api;
-        replay(started.measure);
+        replay(started.adopt);
         return true;
       },
       (e) => {
@@ -156,7 +157,7 @@ function start(options, native, undo, down) {
       if (api) return api.observe(el);
       let undoIt = null;
       let cancelled = false;
-      defer((measure) => measure && !cancelled && (undoIt = api.observe(el)));
+      defer((adopt) => adopt && !cancelled && (undoIt = api.observe(el)));
       return () => {
         cancelled = true;
         if (undoIt) undoIt();
@@ -167,16 +168,19 @@ function start(options, native, undo, down) {
       // The current request is one made before the core was in (if any): marked once it is
       // measured, at the time of this call.
       const t = performance.now();
-      defer((measure) => measure && api.mark(name, t));
+      defer((adopt) => adopt && api.mark(name, t));
       return early.pending() > 0;
     },
     markInteraction: life.markInteraction,
-    flush: () => ready.then(() => api && api.flush()),
+    // Before the core is in there is nothing to send, and it may never come (a hung CDN):
+    // neither waits for it.
+    flush: () => (api ? api.flush() : Promise.resolve()),
     async shutdown() {
       stopped = true;
       unpatch();
-      await ready;
-      if (api) await api.shutdown();
+      // Not started: everything is taken down now (the core, if it ever comes, finds `stopped`).
+      if (!api) return down();
+      await api.shutdown();
     },
     ready,
     get active() {
@@ -189,7 +193,7 @@ function start(options, native, undo, down) {
  * The SDK proper, once the core is in: the modules, the measuring fetch, and the requests made
  * before, measured. Returns the methods the Rum hands on to.
  */
-async function setup(opts, native, core, tab, { sender, painter }, early, es, life, warnOnce, ours, undo) {
+async function setup(opts, native, core, tab, { sender, painter }, early, es, life, warnOnce, ours, undo, match) {
   const g = globalThis;
   const route = (url) => templateOf(opts.urlTemplates, url);
   const ids = { sdk: 'llm-rum/' + VERSION, session: tab.id };
@@ -205,11 +209,10 @@ async function setup(opts, native, core, tab, { sender, painter }, early, es, li
   const cap = {
     core,
     base,
-    match: makeMatcher(opts, warnOnce),
+    match,
     random: randomBytes,
     interaction: life.interaction,
     route,
-    hold: paint.hold,
     began: paint.began,
     confirmed: paint.confirmed,
     settled(h, done) {
@@ -247,7 +250,7 @@ async function setup(opts, native, core, tab, { sender, painter }, early, es, li
     },
   };
   // What was sent meanwhile is measured with this (the deferred calls, index.js start).
-  return { api, measure: (input, init, t, sent) => measureSent(cap, input, init, t, sent) };
+  return { api, adopt: (tap) => adoptTap(cap, tap) };
 }
 
 /**

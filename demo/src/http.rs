@@ -659,6 +659,11 @@ async fn reset(State(app): State<App>) -> Response {
     json_response(StatusCode::OK, json!({"ok": true}))
 }
 
+/// How long a static file asked for with `hang` is held (the test has long moved on).
+const STATIC_HANG: Duration = Duration::from_secs(300);
+/// The longest `delay_ms` a static file takes.
+const STATIC_MAX_DELAY_MS: f64 = 60_000.0;
+
 /// Static files from `--static PREFIX=DIR` mounts (longest prefix wins).
 async fn static_files(State(app): State<App>, req: Request) -> Response {
     let path = req.uri().path().to_string();
@@ -685,6 +690,23 @@ async fn static_files(State(app): State<App>, req: Request) -> Response {
         &path[prefix.len()..]
     };
     let params = query.as_deref().map(parse_query).unwrap_or_default();
+    // A file served late, failing, or never (tests of a slow or broken CDN, issue 27: the SDK's
+    // wasm fetched at `?delay_ms=1500`, `?status=500`, `?hang=1`). `hang` holds the response
+    // until the client goes away (the request's future is dropped then), at most STATIC_HANG.
+    if get(&params, "hang").is_some() {
+        tokio::time::sleep(STATIC_HANG).await;
+        return (StatusCode::GATEWAY_TIMEOUT, "hung\n").into_response();
+    }
+    if let Ok(ms) = ms_param(&params, "delay_ms") {
+        if ms > 0.0 {
+            tokio::time::sleep(Duration::from_secs_f64(ms.min(STATIC_MAX_DELAY_MS) / 1000.0)).await;
+        }
+    }
+    if let Some(code) = get(&params, "status").and_then(|v| v.parse::<u16>().ok()).and_then(|c| StatusCode::from_u16(c).ok()) {
+        if code != StatusCode::OK {
+            return (code, "scripted failure\n").into_response();
+        }
+    }
     let coi = matches!(get(&params, "coi"), Some("1" | "true"));
     // A page's Content-Security-Policy, as its site would send it (tests: what the SDK needs).
     let csp = get(&params, "csp").map(str::to_string);

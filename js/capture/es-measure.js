@@ -7,6 +7,8 @@
 // Like fetch.js it only stamps times and moves event data into the wasm core; every core call
 // is fenced (core.js).
 
+import { UNSEEN } from '../codes.js';
+
 /** `readyState` of an EventSource that will not reconnect (HTML §"EventSource" CLOSED). */
 const CLOSED = 2;
 
@@ -137,6 +139,14 @@ export function measuring(cap, param, { begun, forget, skip, raw }) {
           esMessage(core, m.h, t, type, ev.data, ev.lastEventId);
         }
       });
+    },
+
+    /** What was kept of `m` before the measurement came in ends at `t` (the early tap's bound). */
+    unseen(m, t) {
+      const h = m.h;
+      m.h = 0;
+      m.closed = true;
+      cap.core.fenced((core) => h && cap.settled(h, core.end(h, t, UNSEEN)));
     },
 
     /** The app closed `m` at `t`. */

@@ -12,19 +12,20 @@
 //
 // The class exists from init() on, before the core is in (issue 14: ready time), and what
 // measuring takes is a chunk of its own (capture/es-measure.js, issue 14: size), loaded by the
-// page's first EventSource: an EventSource made before both are in keeps its events (times,
-// and the event objects: at most MAX_KEPT) and is measured once they are, from the moment it
-// was made, as if it had been all along — except that it carries no traceparent parameter
-// (the core decides that; with `traceparentQueryParam` the chunk is loaded with the core).
+// page's first EventSource: an EventSource made before both are in keeps its events (their
+// times and the event objects the app got, within the early tap's bounds: tap.js) and is
+// measured once they are, from the moment it was made, as if it had been all along — except
+// that it carries no traceparent parameter (the core decides that; with
+// `traceparentQueryParam` the chunk is loaded with the core). The app's listeners get every
+// event the moment it comes either way: nothing is held from them. Past the bound the record
+// ends where keeping stopped, `partial`, with `unseen: ['end']`.
 
 import { begun, forget } from './requests.js';
 import { SKIP } from './match.js';
 import { base } from '../options.js';
 import { randomBytes } from '../ids.js';
 import { raw } from '../core.js';
-
-/** Events kept per EventSource made before the measurement is in; past that it goes unmeasured. */
-const MAX_KEPT = 1000;
+import { MAX_KEPT_CHUNKS, MAX_KEPT_BYTES, takeSlot, giveSlot } from './tap.js';
 
 /**
  * What the SDK keeps per measured EventSource.
@@ -40,6 +41,8 @@ const MAX_KEPT = 1000;
  * @property {boolean} [closed]  the app called close()
  * @property {Array<[Event, number, number]> | null} kept  before the measurement is in: the
  *   events so far, with their times and the readyState then (null once measured)
+ * @property {number} keptBytes  the kept messages' data length (UTF-16 units, ×2 for bytes)
+ * @property {number} [over]  when keeping stopped at the bound (tap.js)
  * @property {number} [closedAt]  when the app called close() before the measurement was in
  */
 
@@ -86,6 +89,7 @@ function measured(Native, param, warnOnce, load, defer) {
 
   /** Not measured after all: its listeners go. */
   const stop = (es, m) => {
+    if (m.kept) giveSlot();
     m.kept = null;
     state.delete(es);
     for (const type of m.types) EventTarget.prototype.removeEventListener.call(es, type, m.on);
@@ -96,10 +100,15 @@ function measured(Native, param, warnOnce, load, defer) {
   /** An EventSource that kept its events, measured now from them. */
   const catchUp = (es, m) => {
     const kept = m.kept;
-    m.kept = null;
     if (!kept || !impl.start(m, m.since, false)) return stop(es, m);
+    giveSlot();
+    m.kept = null;
     for (const [ev, t, rs] of kept) impl.event(m, ev, t, rs);
-    if (m.closedAt !== undefined) impl.closed(m, m.closedAt);
+    if (m.over !== undefined && !m.closed) {
+      // Seen up to the bound: the record ends there, and the rest is not measured.
+      impl.unseen(m, m.over);
+      stop(es, m);
+    } else if (m.closedAt !== undefined) impl.closed(m, m.closedAt);
   };
   /** Loads the measurement (once the core is in); then the waiting ones catch up. */
   const need = () => {
@@ -129,7 +138,8 @@ function measured(Native, param, warnOnce, load, defer) {
         /* not a URL: the native constructor throws its own error */
       }
       /** @type {Measured | null} */
-      const m = abs && { url: abs, target: abs, since: t, r: randomBytes(), types: new Set(['open', 'error', 'message', 'trace']), h: 0, kept: ready() ? null : [] };
+      // Before the measurement is in, its events are kept: in one of the early tap's slots.
+      const m = abs && { url: abs, target: abs, since: t, r: randomBytes(), types: new Set(['open', 'error', 'message', 'trace']), h: 0, kept: ready() ? null : takeSlot() ? [] : null, keptBytes: 0 };
       const live = !!(m && ready() && impl.start(m, t, !!param));
       // The app's own arguments (their count too: a missing one must throw as natively),
       // unless a traceparent parameter was added.
@@ -139,6 +149,7 @@ function measured(Native, param, warnOnce, load, defer) {
         super(...args);
       } catch (e) {
         if (live) impl.forget(m); // no record (and no paint watch); the app gets the native error
+        if (m && m.kept) giveSlot();
         throw e;
       }
       if (!m || (m.kept === null && !live)) return;
@@ -148,8 +159,13 @@ function measured(Native, param, warnOnce, load, defer) {
         m.on = (ev) => {
           const at = perf.now(); // once per event: the Performance object read once (fetch.js)
           if (!m.kept) impl.event(m, ev, at, this.readyState);
-          else if (m.kept.length < MAX_KEPT) m.kept.push([ev, at, this.readyState]);
-          else stop(this, m);
+          else if (m.over === undefined) {
+            const n = typeof ev.data == 'string' ? 2 * ev.data.length : 0;
+            if (m.kept.length < MAX_KEPT_CHUNKS && m.keptBytes + n <= MAX_KEPT_BYTES) {
+              m.keptBytes += n;
+              m.kept.push([ev, at, this.readyState]);
+            } else m.over = at;
+          }
         };
         for (const type of m.types) super.addEventListener(type, m.on);
         state.set(this, m);

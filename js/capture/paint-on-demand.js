@@ -1,14 +1,13 @@
 // Paint observation (capture/paint.js) is a chunk of its own. With `observe: 'auto'` (the
-// default, issue 15) or a named element, init() imports it in parallel with the core and
-// resolves only once it is in: auto mode must be watching before the first measured stream's
-// first frame, or that answer's first paint would be lost. Only with `observe: false` is it
-// loaded on first use, by the first rum.observe(el), which binds once it is in as it would
-// have (the current answer, or the next one). While that first load is under way, responses
-// wait for it before they reach the app (`hold`, fetch.js): the app cannot show an answer's
-// text before paint observation is there, so no first paint is missed (a same-origin chunk:
-// milliseconds, once per page; the response's `headers` time is still when it came).
-// tests/e2e/chunks.spec.js: a zero-prefill answer observed right after init() keeps its first
-// paint, and auto mode's first answer right after init() keeps its first paint.
+// default, issue 15) or a named element, init() imports it in parallel with the core, and the
+// measuring fetch takes over only once it is in: auto mode watches from the first measured
+// stream's first frame. Only with `observe: false` is it loaded on first use, by the first
+// rum.observe(el), which binds once it is in as it would have (the current answer, or the next
+// one). Nothing waits for it (issue 27: no response is held back from the app): the core is
+// told when paint observation came in (`paint_ready`), and an answer whose text arrived before
+// that reports no paint metric, with `unseen: ['firstPaint']`, rather than a later frame
+// passed off as its first paint (src/core/session.rs). tests/e2e/chunks.spec.js: an answer
+// observed right after init() keeps its first paint when its first token comes after the chunk.
 
 /**
  * @param {() => Promise<typeof import('./paint.js')>} load  the chunk's dynamic import
@@ -20,10 +19,16 @@ export function paintOnDemand(load, core, args, warnOnce) {
   let paint = null;
   let loading = null;
   let stopped = false;
-  let held = null; // the first load while it is under way
   const get = () =>
     (loading ||= load().then(
-      (m) => (stopped ? null : (paint = core.fenced(() => m.makePaint(...args), null))),
+      (m) =>
+        stopped
+          ? null
+          : (paint = core.fenced((c) => {
+              const p = m.makePaint(...args);
+              c.paint_ready(performance.now());
+              return p;
+            }, null)),
       (e) => {
         warnOnce('paint', 'paint metrics off: the paint chunk did not load; requests are still measured', e);
         return null;
@@ -32,8 +37,6 @@ export function paintOnDemand(load, core, args, warnOnce) {
   return {
     /** Loads the chunk now (init() unless `observe: false`); never rejects. */
     load: get,
-    /** The load under way, or null (see above). */
-    hold: () => held,
     began: (h) => paint && paint.began(h),
     confirmed: (h) => paint && paint.confirmed(h),
     // Without paint the core was never told to wait for a paint: `done` is true.
@@ -44,12 +47,7 @@ export function paintOnDemand(load, core, args, warnOnce) {
       if (paint) return paint.observe(el);
       let undo = null;
       let cancelled = false;
-      const p = get();
-      if (!held) {
-        held = p;
-        p.then(() => (held = null));
-      }
-      p.then((p) => {
+      get().then((p) => {
         if (p && !cancelled) undo = core.fenced(() => p.observe(el), null);
       });
       return () => {

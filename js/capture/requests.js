@@ -21,9 +21,6 @@ import { FORGET } from '../codes.js';
  *   container's text so far)
  * @property {(h: number) => void} confirmed  `h`'s response is measured (a stream, or
  *   `match`ed): its answer element may be bound now
- * @property {() => Promise<unknown> | null} hold  what a response waits for before the app gets
- *   it, or null: the paint chunk a first rum.observe() is loading (capture/paint-on-demand.js),
- *   so that no paint of an answer can come before paint observation is there
  * @property {(h: number, done: boolean) => void} settled  the core ended `h`; `done`: its
  *   record is finished (false: it waits for the frame that paints the end of the answer).
  *   Paint follows, and finished records are delivered.
@@ -44,14 +41,15 @@ export function begun(cap, core, h, url) {
 }
 
 /**
- * `h` ended: codes.js OK, ABORTED or ERROR. Called from promise and stream callbacks:
- * nothing escapes.
+ * `h` ended at `t` (default: now): codes.js OK, ABORTED, ERROR or UNSEEN. Called from promise
+ * and stream callbacks: nothing escapes.
  * @param {Capture} cap
  * @param {number} h
  * @param {number} outcome
+ * @param {number} [t]
  */
-export function end(cap, h, outcome) {
-  cap.core.fenced((core) => cap.settled(h, core.end(h, performance.now(), outcome)));
+export function end(cap, h, outcome, t = performance.now()) {
+  cap.core.fenced((core) => cap.settled(h, core.end(h, t, outcome)));
 }
 
 /**

@@ -60,12 +60,12 @@ test.afterAll(() => {
  * clock floored to `step`, median under `tol.lag`, each under SANITY — and itl p50/p95 against
  * the server's own gaps within the delivery jitter seen (or `tol.lag`), 1 % and a step.
  */
-function expectOnTime(rec, reads, writes, tol) {
+function expectOnTime(rec, reads, writes, tol, medianLag = tol.lag) {
   const arrival = reads.flatMap((r) => Array(r.n).fill(r.t));
   expect(arrival).toHaveLength(writes.length);
   const lags = writes.map((w, i) => rec.startEpochMs + arrival[i] - w.epoch);
   expect(Math.min(...lags)).toBeGreaterThan(-tol.early);
-  expect(percentile(lags, 0.5)).toBeLessThan(tol.lag);
+  expect(percentile(lags, 0.5)).toBeLessThan(medianLag);
   expect(Math.max(...lags)).toBeLessThan(SANITY);
   const jitter = Math.max(...lags) - Math.min(...lags);
   const sent = gaps(writes.map((w) => w.t_ms));
@@ -142,6 +142,113 @@ for (const engine of ENGINES) {
       expect(env.step).toBeLessThan(tol.step * 1.5);
       if (engine !== 'webkit') expect(env.byteStreams).toBe(true);
       expect(env.loaf).toBe(engine === 'chromium');
+    });
+
+    // Issue 27: a stream the page requests right after init(), with the core in at once,
+    // mid-answer, after the whole answer, never, or failing: the app gets its headers and every
+    // chunk when the network delivers them (within 15 ms of the server's writes: each answer's
+    // median chunk, and the headers and first chunk over the five answers — one of them may be
+    // preempted on a loaded machine, never past SANITY), the text intact; exactly one record
+    // whenever the core comes, equal to the same answer measured with the core in (ttft within
+    // 15 ms of the server, gaps and the stall as the server wrote them); none otherwise, and
+    // nothing but the one warning of a failed core.
+    test('an answer requested right after init() reaches the app on time whatever the core does, and is measured once it is in', async () => {
+      const query = 'prefill_ms=150&gap_ms=20&jitter_ms=5&seed=1&tokens=40&stall_at=20&stall_ms=300';
+      const cases = [
+        { wasm: 'delay_ms=0', arrives: true },
+        { wasm: 'delay_ms=600', arrives: true },
+        { wasm: 'delay_ms=1500', arrives: true },
+        { wasm: 'hang=1', arrives: false },
+        { wasm: 'status=500', arrives: false },
+      ];
+      const delays = {};
+      const heads = [];
+      const firsts = [];
+      for (const c of cases) {
+        await b.goto(`${ORIGIN()}/blank.html`);
+        await b.waitFor('window.llmRum !== undefined && window.__scenario !== undefined');
+        const ids = [testId(`${engine}-early`), testId(`${engine}-early-warm`)];
+        const out = await b.scenario('early', { wasm: c.wasm, query, ids, waitMs: c.arrives ? 6000 : 2000 });
+        const t = await truth(ids[0]);
+        const writes = contentWrites(t);
+        const o = out.timeOrigin;
+        const app = out.first;
+        // What the app got, when: its headers against the server's response head, each content
+        // read against the write that carried it (the shared wall clock, util.js `lag`).
+        const headLag = o + app.headersAt - (t.received_unix_ms + t.headers_ms);
+        const arrival = app.reads.flatMap((r) => Array(r.n).fill(r.t));
+        expect(arrival).toHaveLength(writes.length);
+        const lags = writes.map((w, i) => o + arrival[i] - w.epoch);
+        delays[c.wasm] = { headers: +headLag.toFixed(1), firstChunk: +lags[0].toFixed(1), medianChunk: +percentile(lags, 0.5).toFixed(1), init: +out.initMs.toFixed(2) };
+        heads.push(headLag);
+        firsts.push(lags[0]);
+        expect(headLag).toBeGreaterThan(-tol.early);
+        expect(headLag, `${c.wasm}: headers`).toBeLessThan(SANITY);
+        expect(Math.min(...lags)).toBeGreaterThan(-tol.early);
+        expect(percentile(lags, 0.5), `${c.wasm}: chunks`).toBeLessThan(15);
+        expect(Math.max(...lags)).toBeLessThan(SANITY);
+        expect(app.fnv).toBe(t.body_fnv1a64);
+        // Sent as the app made it: the core, not in yet, could not decide on a traceparent.
+        expect(t.traceparent).toBeNull();
+        if (!c.arrives) {
+          expect(out.count).toBe(0);
+          if (c.wasm === 'hang=1') {
+            expect(out.ready).toBe('pending');
+            expect(out.console).toEqual([]);
+          } else {
+            expect(out.ready).toBe(false);
+            expect(out.active).toBe(false);
+            expect(out.console.map((m) => m.kind)).toEqual(['console.warn']);
+          }
+          continue;
+        }
+        expect(out.ready).toBe(true);
+        expect(out.console).toEqual([]);
+        expect(out.count).toBe(1);
+        const { rec, warm } = out;
+        for (const r of [rec, warm]) {
+          expect([r.outcome, r.format, r.complete, r.understood]).toEqual(['ok', 'openai-chat', true, true]);
+          expect(r.contentEvents).toBe(40);
+          expect(r.stalls.count).toBe(1);
+          expect(r.stalls.network).toBe(1);
+        }
+        // No traceparent of ours went out; the server's own trace came back in Server-Timing.
+        expect(rec.traceSource).toBe('server');
+        expect(rec.traceId).toBe(t.trace_id);
+        expect(rec.chars).toBe(app.chars);
+        expect(rec.chars).toBe(warm.chars);
+        expect(rec.bytes).toBe(t.body_bytes);
+        expect(rec.serverTiming.map((e) => e.name)).toEqual(warm.serverTiming.map((e) => e.name));
+        expect(rec.correlation['x-request-id']).toBe(app.rid);
+        // ttft against the server's first content write, as the warm one's against its own.
+        const wt = await truth(ids[1]);
+        for (const [r, w] of [[rec, writes[0]], [warm, contentWrites(wt)[0]]]) {
+          expect(lag(r, r.ttft, w)).toBeGreaterThan(-tol.early);
+          expect(lag(r, r.ttft, w), `${c.wasm}: ttft`).toBeLessThan(15);
+        }
+        // Every gap and the scripted stall as the server wrote them (the same check as any
+        // answer's), from the times the tap kept.
+        const reads = app.reads.map((r) => ({ t: o + r.t - rec.startEpochMs, n: r.n }));
+        const { sent } = expectOnTime(rec, reads, writes, tol, 15);
+        expect(Math.abs(rec.stallList[0].dur - sent[19])).toBeLessThan(15);
+        // Paint: measured when the text came after paint observation; else unknown, and said
+        // so — never a later frame passed off as the first paint.
+        const first = arrival[0];
+        if (rec.unseen.includes('firstPaint')) {
+          expect([rec.marks.firstPaint, rec.ttfp, rec.renderDelay, rec.buffered]).toEqual([null, null, null, null]);
+          expect(out.readyAt).toBeGreaterThan(first);
+        } else {
+          expect(rec.unseen).toEqual([]);
+        }
+        if (out.readyAt > arrival[arrival.length - 1]) expect(rec.unseen).toEqual(['firstPaint']);
+        if (out.readyAt < first - 5 && rec.paintSource !== 'none') expect(rec.marks.firstPaint).not.toBeNull();
+        expect(warm.unseen).toEqual([]);
+      }
+      note(engine, 'earlyDelayMs', delays);
+      for (const [what, xs] of [['headers', heads], ['first chunk', firsts]]) {
+        expect(percentile(xs, 0.5), `${what}: median over the answers`).toBeLessThan(15);
+        expect(xs.filter((x) => x >= 15).length, `${what}: late more than once ${JSON.stringify(xs)}`).toBeLessThanOrEqual(1);
+      }
     });
 
     test('ttft, total, itl and the scripted stall against the server send times', async () => {

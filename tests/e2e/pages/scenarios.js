@@ -433,3 +433,74 @@ export async function coreFault({ id }) {
   await window.__rum.shutdown();
   return { started, active, fnv: h.fnv1a64(got.bytes), n: got.bytes.length, afterN: after.bytes.length, calls, logged };
 }
+
+/**
+ * Issue 27: a chat page that starts a streamed answer right after init(), as pages do on load
+ * and on deep links, with the wasm core served `wasm` (the static file's query: `delay_ms=N`,
+ * `status=500`, `hang=1` — demo/README.md). The app renders the answer into a paragraph as it
+ * reads it (auto mode may find it). Then, once the core is in, the same answer again: the warm
+ * reference the early record must equal. Returns the app's own times (offsets from
+ * timeOrigin), what it received, and the records of both.
+ */
+export async function early({ wasm, query, ids, waitMs = 4000 }) {
+  const { init } = await import('/dist/index.js');
+  window.__records = [];
+  const t0 = performance.now();
+  const rum = await init({ wasmUrl: '/dist/wasm/llm_rum_bg.wasm?' + wasm, onRecord: (r) => window.__records.push(r) });
+  const initMs = performance.now() - t0;
+  let readyAt = null;
+  rum.ready.then(() => (readyAt = performance.now()));
+  const first = await chatInto(ids[0], query);
+  const ready = await Promise.race([rum.ready, new Promise((r) => setTimeout(() => r('pending'), waitMs))]);
+  const byRid = (rid) => (r) => r.correlation['x-request-id'] === rid;
+  let rec = null;
+  let warm = null;
+  let warmApp = null;
+  if (ready === true) {
+    rec = await h.waitRecord(byRid(first.rid), 5000);
+    warmApp = await chatInto(ids[1], query);
+    warm = await h.waitRecord(byRid(warmApp.rid), 5000);
+  } else {
+    await new Promise((r) => setTimeout(r, 300)); // a record that should not come
+  }
+  const consoleSeen = window.__console.splice(0);
+  const count = window.__records.filter(byRid(first.rid)).length;
+  await rum.shutdown();
+  return { initMs, readyAt, ready, active: rum.active, first, rec, count, warm, warmApp, console: consoleSeen, timeOrigin: performance.timeOrigin };
+}
+
+/** One chat answer read as an app reads it, each delta appended to a paragraph as it comes. */
+async function chatInto(id, query) {
+  const el = document.body.appendChild(document.createElement('p'));
+  const calledAt = performance.now();
+  const res = await fetch(`/v1/chat/completions?${query}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-test-id': id }, body: CHAT_BODY });
+  const headersAt = performance.now();
+  const reader = res.body.getReader();
+  const dec = new TextDecoder();
+  const parts = [];
+  const reads = [];
+  let line = '';
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    const t = performance.now();
+    parts.push(value);
+    let n = 0;
+    line += dec.decode(value, { stream: true });
+    const lines = line.split('\n');
+    line = lines.pop();
+    for (const l of lines) {
+      if (!l.startsWith('data: {')) continue;
+      const d = JSON.parse(l.slice(6)).choices?.[0]?.delta?.content;
+      if (d) {
+        n++;
+        el.append(d);
+      }
+    }
+    if (n) reads.push({ t, n });
+  }
+  const bytes = new Uint8Array(parts.reduce((a, p) => a + p.length, 0));
+  parts.reduce((o, p) => (bytes.set(p, o), o + p.length), 0);
+  el.remove();
+  return { calledAt, headersAt, reads, rid: res.headers.get('x-request-id'), chars: h.openAiChars(bytes), fnv: h.fnv1a64(bytes), n: bytes.length };
+}
