@@ -4,8 +4,10 @@
 // 1. Side by side (issue 14): llm-rum against bare fetch and OpenTelemetry web
 //    (@opentelemetry/instrumentation-fetch + the OTLP/HTTP exporter, pinned in package.json,
 //    bundled and minified with esbuild like dist/index.js) in the same page, interleaved:
-//    shipped size, import → ready on fresh loads, main-thread CPU added per chunk of a
-//    100 000-chunk stream from the server, first-token delay to the app.
+//    shipped size, import → ready on fresh loads (and → the wasm core in), the load's main-thread
+//    task time, the first-token delay of an answer requested right after init() (issue 27),
+//    main-thread CPU added per chunk of a 100 000-chunk stream from the server, first-token
+//    delay to the app.
 // 2. Where llm-rum's per-chunk time goes (in-page stream, no network), memory after a very long
 //    stream, and the paint observer's cost per DOM mutation.
 //
@@ -62,6 +64,7 @@ const origin = server.origins[0];
 try {
   await sideBySide();
   await breakdown();
+  await earlyMemory();
 } finally {
   await browser.close();
   await server.stop();
@@ -82,32 +85,70 @@ async function sideBySide() {
   const ready = { bare: [], 'llm-rum': [], otel: [] };
   const started = { 'llm-rum': [], otel: [] };
   const coreIn = [];
+  // Issue 27, per fresh load: an answer the page requests right after init() / start() (with
+  // the bare floor: right after its import), fetch() called → its first content chunk in the
+  // app's hands (a 3-token answer, 20 ms prefill) — what an SDK that holds early responses
+  // delays — and the page's main-thread task time from navigation to 300 ms after everything
+  // is in (CDP Performance.getMetrics TaskDuration: parse, compile, instantiate, the SDK's
+  // setup, the answer), each paired against the floor of the same round.
+  const earlyFirst = { bare: [], 'llm-rum': [], otel: [] };
+  const loadCpu = { bare: [], 'llm-rum': [], otel: [] };
+  const EARLY_URL = '/v1/stream?model=instant&tokens=3&prefill_ms=20';
   for (let i = 0; i < LOADS; i++) {
     for (const v of rotate(Object.keys(ready), i)) {
       const ctx = await browser.newContext();
       const page = await ctx.newPage();
+      const cdp = await ctx.newCDPSession(page);
+      await cdp.send('Performance.enable');
       await page.goto(origin + '/__health');
-      const [ms, initMs, inMs] = await page.evaluate(async (v) => {
-        const t0 = performance.now();
-        if (v === 'llm-rum') {
-          const m = await import('/dist/index.js');
+      const [ms, initMs, inMs, firstMs] = await page.evaluate(
+        async ([v, url]) => {
+          const t0 = performance.now();
+          // fetch() right away → its first chunk with answer text.
+          const early = async () => {
+            const t = performance.now();
+            const rd = (await fetch(url)).body.getReader();
+            const dec = new TextDecoder();
+            let first = null;
+            for (;;) {
+              const { done, value } = await rd.read();
+              if (done) return first;
+              if (first === null && /"content":"[^"]/.test(dec.decode(value))) first = performance.now() - t;
+            }
+          };
+          const settle = () => new Promise((r) => setTimeout(r, 300));
+          if (v === 'llm-rum') {
+            const m = await import('/dist/index.js');
+            const t = performance.now();
+            const rum = await m.init();
+            const t1 = performance.now();
+            const firstMs = await early();
+            if (!(await rum.ready)) throw new Error('llm-rum did not start');
+            const inMs = performance.now() - t0;
+            await settle();
+            return [t1 - t0, t1 - t, inMs, firstMs];
+          }
+          if (v === 'bare') {
+            await import('/bench/floor.js');
+            const ms = performance.now() - t0;
+            const firstMs = await early();
+            await settle();
+            return [ms, null, null, firstMs];
+          }
+          const m = await import('/bench/otel.js');
           const t = performance.now();
-          const rum = await m.init();
+          m.start({ collector: '/otel-sink/v1/traces' });
           const t1 = performance.now();
-          if (!(await rum.ready)) throw new Error('llm-rum did not start');
-          return [t1 - t0, t1 - t, performance.now() - t0];
-        }
-        if (v === 'bare') {
-          await import('/bench/floor.js');
-          return [performance.now() - t0, null, null];
-        }
-        const m = await import('/bench/otel.js');
-        const t = performance.now();
-        m.start({ collector: '/otel-sink/v1/traces' });
-        const t1 = performance.now();
-        return [t1 - t0, t1 - t, null];
-      }, v);
+          const firstMs = await early();
+          await settle();
+          return [t1 - t0, t1 - t, null, firstMs];
+        },
+        [v, EARLY_URL],
+      );
+      const { metrics } = await cdp.send('Performance.getMetrics');
+      loadCpu[v].push(1000 * metrics.find((m) => m.name === 'TaskDuration').value);
       ready[v].push(ms);
+      earlyFirst[v].push(firstMs);
       if (initMs !== null) started[v].push(initMs);
       if (inMs !== null) coreIn.push(inMs);
       await ctx.close();
@@ -218,7 +259,7 @@ async function sideBySide() {
   // "Added" is paired: the median over rounds (loads) of each round's difference, so a slow
   // round slows every variant in it and cancels out; its interquartile range in brackets.
   const added = (a, b) => a.map((x, i) => x - b[i]);
-  const plus = (d, digits, unit) => '+' + median(d).toFixed(digits) + unit;
+  const plus = (d, digits, unit) => (median(d) < 0 ? '' : '+') + median(d).toFixed(digits) + unit;
   const spread = (d, digits) => `(IQR ${iqr(d, digits)})`;
   const row = (label, a, b, c) => console.log(`  ${label.padEnd(56)}${String(a).padStart(12)}${String(b).padStart(26)}${String(c).padStart(26)}`);
   console.log(`side by side, same page run, interleaved (Chromium ${browser.version()}):`);
@@ -229,7 +270,13 @@ async function sideBySide() {
   const overFloor = (v) => added(ready[v], ready.bare);
   row('  added over the floor, per load (bare: no-op module)', '–', plus(overFloor('llm-rum'), 1, ' ms') + ' ' + spread(overFloor('llm-rum'), 1), plus(overFloor('otel'), 1, ' ms') + ' ' + spread(overFloor('otel'), 1));
   row('  of which init() / start() itself', '–', median(started['llm-rum']).toFixed(1) + ' ms', median(started.otel).toFixed(1) + ' ms');
-  row('  import → wasm core in (rum.ready)', '–', median(coreIn).toFixed(1) + ' ms', '–');
+  row('  import → wasm core in (rum.ready); OpenTelemetry: ready', '–', median(coreIn).toFixed(1) + ' ms', median(ready.otel).toFixed(1) + ' ms');
+  row('main-thread task time of the load (CDP TaskDuration)', median(loadCpu.bare).toFixed(1) + ' ms', median(loadCpu['llm-rum']).toFixed(1) + ' ms', median(loadCpu.otel).toFixed(1) + ' ms');
+  const cpuOver = (v) => added(loadCpu[v], loadCpu.bare);
+  row('  added over the floor, per load', '–', plus(cpuOver('llm-rum'), 1, ' ms') + ' ' + spread(cpuOver('llm-rum'), 1), plus(cpuOver('otel'), 1, ' ms') + ' ' + spread(cpuOver('otel'), 1));
+  row('an answer requested right after init(): first token, p50', median(earlyFirst.bare).toFixed(2) + ' ms', median(earlyFirst['llm-rum']).toFixed(2) + ' ms', median(earlyFirst.otel).toFixed(2) + ' ms');
+  const earlyOver = (v) => added(earlyFirst[v], earlyFirst.bare);
+  row('  app-visible delay over bare fetch, per load', '–', plus(earlyOver('llm-rum'), 2, ' ms') + ' ' + spread(earlyOver('llm-rum'), 2), plus(earlyOver('otel'), 2, ' ms') + ' ' + spread(earlyOver('otel'), 2));
   row(`main-thread CPU per chunk (${events} server writes, ${ROUNDS} rounds)`, perChunk.bare.toFixed(2) + ' µs', perChunk['llm-rum'].toFixed(2) + ' µs', perChunk.otel.toFixed(2) + ' µs');
   const overBare = (v) => added(cpu[v], cpu.bare);
   row('  added over bare fetch, per round', '–', plus(overBare('llm-rum'), 2, ' µs') + ' ' + spread(overBare('llm-rum'), 2), plus(overBare('otel'), 2, ' µs') + ' ' + spread(overBare('otel'), 2));
@@ -275,7 +322,9 @@ async function breakdown() {
       };
       WebAssembly.instantiateStreaming = catchMemory(instantiate.s);
       WebAssembly.instantiate = catchMemory(instantiate.b);
-      await (await window.llmRum.init({ patchGlobals: false })).shutdown();
+      const first = await window.llmRum.init({ patchGlobals: false });
+      await first.ready; // shutdown() before the core is in would not wait for it
+      await first.shutdown();
       WebAssembly.instantiateStreaming = instantiate.s;
       WebAssembly.instantiate = instantiate.b;
       let n = CHUNKS;
@@ -505,4 +554,61 @@ async function breakdown() {
   console.log(`  no stream waiting      ${perA(result.autoIdle)} µs/mutation`);
   console.log(`  a stream waiting       ${perA(result.autoArmed)} µs/mutation (+ ${perA(result.autoFrames)} µs/mutation in the frame checks)`);
   console.log(`  added by auto mode     ${perA(result.autoArmed - result.autoIdle + result.autoFrames)} µs/mutation`);
+}
+
+/**
+ * What a held early answer costs (issue 27): a page whose core never comes (its wasm hangs)
+ * reads a 200-chunk, ~240 KiB answer through the early tap, which keeps it for the core. The
+ * page's JS heap plus array-buffer backing stores (CDP Runtime.getHeapUsage: the chunks live
+ * outside the JS heap) after GC, before and after the read, and after shutdown() lets go.
+ */
+async function earlyMemory() {
+  const page = await browser.newPage();
+  const cdp = await page.context().newCDPSession(page);
+  await page.goto(origin + '/blank.html');
+  await page.waitForFunction(() => window.llmRum);
+  const usage = async () => {
+    await page.evaluate(async () => {
+      for (let i = 0; i < 3; i++) {
+        gc();
+        await new Promise((res) => setTimeout(res, 20));
+      }
+    });
+    const u = await cdp.send('Runtime.getHeapUsage');
+    return u.usedSize + u.backingStorageSize;
+  };
+  const n = await page.evaluate(async () => {
+    const chunk = new TextEncoder().encode('data: {"choices":[{"delta":{"content":"' + 'x'.repeat(1200) + '"}}]}\n\n');
+    // The in-page answer; the SDK's own wasm request (init() takes this as the native fetch)
+    // goes to the server, which holds it.
+    globalThis.fetch = async (u) => {
+      if (String(u).includes('.wasm')) return window.__native(u);
+      let i = 0;
+      const body = new ReadableStream({ type: 'bytes', pull: (c) => (i++ < 200 ? c.enqueue(chunk.slice()) : c.close()) });
+      return new Response(body, { headers: { 'content-type': 'text/event-stream' } });
+    };
+    window.__read = async (f) => {
+      const rd = (await f('/v1/chat/completions')).body.getReader();
+      let n = 0;
+      for (;;) {
+        const { done, value } = await rd.read();
+        if (done) return n;
+        n += value.length;
+      }
+    };
+    const warm = await window.llmRum.init({ patchGlobals: false, wasmUrl: '/dist/wasm/llm_rum_bg.wasm?hang=1' });
+    await window.__read(warm.fetch); // the code paths compiled, not measured
+    await warm.shutdown();
+    window.__rum = await window.llmRum.init({ patchGlobals: false, wasmUrl: '/dist/wasm/llm_rum_bg.wasm?hang=1' });
+    return window.__read(globalThis.fetch);
+  });
+  const base = await usage();
+  await page.evaluate(() => window.__read(window.__rum.fetch));
+  const held = await usage();
+  await page.evaluate(() => window.__rum.shutdown());
+  const released = await usage();
+  await page.close();
+  console.log(`an early answer held for a core that has not come (200 chunks, ${(n / 1024).toFixed(0)} KiB read by the app):`);
+  console.log(`  page memory it keeps    +${((held - base) / 1024).toFixed(1)} KiB (JS heap + array buffers after GC: the chunks by reference where the app got them, a copy where a byte stream detached them)`);
+  console.log(`  after shutdown()        ${released - base >= 0 ? '+' : ''}${((released - base) / 1024).toFixed(1)} KiB (let go)`);
 }
