@@ -2,24 +2,29 @@
 // object, then reached only through `fenced(fn)` — the one guard around every call into it.
 // A throw inside (a wasm trap, a bug, a browser API the call used) turns measurement off for
 // the page with one warning and never reaches the app: whoever asked gets `otherwise` and
-// hands the app's request, response or stream on untouched. The core's limits are read from
-// it (src/wasm/exports.rs), not repeated here.
+// hands the app's request, response or stream on untouched.
+//
+// The core is `Core`, the #[wasm_bindgen] class of src/wasm/core.rs, whose JS glue
+// wasm-bindgen-cli generates (`--target web`, scripts/build.sh) into js/wasm/llm_rum.js. Why
+// that target: its loader takes what this file hands it — a compiled `WebAssembly.Module` (from
+// `compileStreaming` of the fetched file, or from the inline copy's bytes where bundlers leave
+// the file behind) — and instantiates it once per page however many init()s ask (its one init
+// promise), with no bundler support for wasm imports needed (`--target bundler` would need it:
+// webpack's experiments, a Vite plugin), and no Node-only paths (`--target nodejs`). The glue is
+// a chunk of its own, imported by loadCore while the wasm compiles: importing the package then
+// evaluates none of it (it builds a TextDecoder at module scope; a runtime without one must
+// still import the package, and init() then fails with one warning).
 
 import { warn } from './warn.js';
 import { tabSession } from './ids.js';
-// The glue over the wasm's exports (bundled into dist/index.js by scripts/build.sh): its loader
-// and the `Core` class.
-import loadGlue, { Core as WasmCoreClass, raw } from './wasm/llm_rum.js';
-
-export { raw };
 
 export const VERSION = '0.1.0';
 
 /**
- * The `Core` class the wasm exports (src/wasm/exports.rs): requests by handle (`begin`,
- * `response`, `chunk`, `end`, the `es_*` and paint inputs), the current request, finished
- * records (for onRecord and the collector). Only ever touched inside `fenced`.
- * @typedef {any} WasmCore
+ * The `Core` class the wasm exports (src/wasm/core.rs, through the generated glue): requests by
+ * handle (`begin`, `response`, `chunk`, `end`, the `es_*` and paint inputs), the current
+ * request, finished records. Only ever touched inside `fenced`.
+ * @typedef {import('./wasm/llm_rum.js').Core} WasmCore
  */
 
 /**
@@ -61,15 +66,19 @@ export function unmeasurable(nativeFetch) {
  */
 export async function loadCore(opts, nativeFetch, core) {
   try {
-    // The glue compiles a fetched response as it streams in (instantiateStreaming).
-    const bytes = wasmBytes(opts.wasmUrl, nativeFetch);
-    bytes.catch(() => {}); // awaited below; a failure there is reported once, not as unhandled
-    const src = await bytes;
+    // The wasm is requested first and compiled as it streams in; the glue loads meanwhile.
+    const { arrived, compiled } = compileCore(opts.wasmUrl, nativeFetch);
+    compiled.catch(() => {}); // awaited below; a failure there is reported once, not as unhandled
+    const glue = import('./glue.js');
+    glue.catch(() => {});
     // The tab session reads sessionStorage, whose first read in a page is a synchronous round
     // trip to the browser process (1–30 ms measured in Chromium on a loaded machine): read
-    // while the wasm's body streams in, in a task of its own, after init() has resolved.
+    // once the wasm's response is in and compiling off the main thread, in a task of its own,
+    // after init() has resolved.
+    await arrived.catch(() => {});
     const session = tabSession(opts.sampleRate);
-    await loadGlue({ module_or_path: src });
+    const { default: instantiate, Core } = await glue;
+    await instantiate({ module_or_path: await compiled });
     // One configuration object, read by the core (src/core/config.rs Config::from_json).
     const config = {
       pageOrigin: globalThis.location ? globalThis.location.origin : '',
@@ -82,12 +91,41 @@ export async function loadCore(opts, nativeFetch, core) {
       budgets: Object.entries(opts.budgets),
       collect: !!opts.collector, // records also go out for the beacon queue (deliver/queue.js)
     };
-    core.attach(new WasmCoreClass(JSON.stringify(config)));
+    core.attach(new Core(JSON.stringify(config)));
     return session;
   } catch (e) {
     warn('measurement disabled: the wasm core did not load', e);
     return false;
   }
+}
+
+/** The page's one compile: every init() (React's StrictMode makes two) shares it. */
+let compiling = null;
+
+/**
+ * The wasm, compiled: from the fetched file as it streams in (`compileStreaming`), else from
+ * the inline copy's bytes (wasmBytes). Once per page; after a failure the next init() tries
+ * again. `arrived`: the file's response (or the bytes) is in, and its compile started.
+ * @returns {{ arrived: Promise<unknown>, compiled: Promise<WebAssembly.Module> }}
+ */
+function compileCore(wasmUrl, nativeFetch) {
+  if (compiling) return compiling;
+  const arrived = wasmBytes(wasmUrl, nativeFetch).then((src) => ({
+    // A file served without `application/wasm` cannot be compiled as it streams (WebAssembly
+    // Web API §"compileStreaming" rejects it): its bytes then (where the generated loader would
+    // warn on the console).
+    module:
+      src instanceof Response
+        ? WebAssembly.compileStreaming && /^application\/wasm\b/.test(src.headers.get('content-type') || '')
+          ? WebAssembly.compileStreaming(src)
+          : src.arrayBuffer().then((b) => WebAssembly.compile(b))
+        : WebAssembly.compile(src),
+  }));
+  const mine = (compiling = { arrived, compiled: arrived.then((a) => a.module) });
+  mine.compiled.catch(() => {
+    if (compiling === mine) compiling = null;
+  });
+  return mine;
 }
 
 /**
@@ -100,13 +138,17 @@ export async function loadCore(opts, nativeFetch, core) {
  * (inline-wasm.js, built by scripts/build.sh), which a page whose file was found never loads.
  * A fetched response is compiled as it streams in; a compile error (a CSP without
  * 'wasm-unsafe-eval') is not a missing file and fails init() as it is, and so does a `wasmUrl`
- * the app gave that cannot be fetched.
+ * the app gave that cannot be fetched (or answers an error status).
  * @param {string | URL | undefined} wasmUrl  the `wasmUrl` option
  * @returns {Promise<Response | Uint8Array>}
  */
 async function wasmBytes(wasmUrl, nativeFetch) {
   // The app's own URL is taken at its word: if it is wrong, the warning says so.
-  if (wasmUrl) return nativeFetch(wasmUrl);
+  if (wasmUrl) {
+    const res = await nativeFetch(wasmUrl);
+    if (!res.ok) throw new Error(`the wasm core's file answered ${res.status} (${res.url})`);
+    return res;
+  }
   try {
     const res = await nativeFetch(new URL('./wasm/llm_rum_bg.wasm', import.meta.url));
     if (res.ok && !/html/.test(res.headers.get('content-type'))) return res;

@@ -204,8 +204,9 @@ export interface Delivery {
 /**
  * Something the SDK could not see of a request (`RumRecord.unseen`):
  * - `'firstPaint'`: answer text arrived before paint observation watched the request (it came
- *   in after the app had the text), so when it was first painted is not known: every paint
- *   metric is null and `stalls` are between arrivals;
+ *   in after the app had the text), so when it was first painted is not known: `firstPaint`,
+ *   `ttfp`, `perceivedTtft`, `renderDelay` and `buffered` are null; what was seen from then on
+ *   stands (`lastPaint`, `perceivedTotal`, `stalls` between the paints seen);
  * - `'end'`: the early tap's bound was reached before the core came (256 KiB or 4096 chunks of
  *   one response, README), so the record covers the stream up to `marks.end`: its `outcome` is
  *   `'partial'`.

@@ -15,7 +15,7 @@
 //   capture/     paint.js (what the person saw), fetch.js (the wrapper)
 
 import { normalize, base, templateOf } from './options.js';
-import { makeCore, loadCore, unmeasurable, raw, VERSION } from './core.js';
+import { makeCore, loadCore, unmeasurable, VERSION } from './core.js';
 import { warn, warnerOnce } from './warn.js';
 import { randomBytes } from './ids.js';
 import { makeDeliver } from './deliver/records.js';
@@ -197,7 +197,7 @@ async function setup(opts, native, core, tab, { sender, painter }, early, es, li
   const g = globalThis;
   const route = (url) => templateOf(opts.urlTemplates, url);
   const ids = { sdk: 'llm-rum/' + VERSION, session: tab.id };
-  const transport = sender ? await (await sender).startTransport(core, opts, native.fetch, { warn, base, route, raw, warnOnce, ids }) : null;
+  const transport = sender ? await (await sender).startTransport(core, opts, native.fetch, { warn, base, route, warnOnce, ids }) : null;
   if (transport) undo.push(transport.stop);
   const deliver = makeDeliver(core, opts, transport, warnOnce);
   const paint = paintOnDemand(() => painter || import('./capture/paint.js'), core, [core, opts, warnOnce, deliver, ownUrl()], warnOnce);
@@ -232,6 +232,7 @@ async function setup(opts, native, core, tab, { sender, painter }, early, es, li
   await es.attach(cap);
   const flush = () => {
     paint.settle(); // a record waiting for auto mode to find its answer goes now
+    deliver();
     return transport ? transport.flush() : Promise.resolve();
   };
   const api = {

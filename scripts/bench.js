@@ -392,15 +392,16 @@ async function breakdown() {
         }
       }
       await off.shutdown();
-      // The glue on its own (scripts/build.sh bundles it into dist/index.js).
+      // The generated glue on its own (js/wasm/llm_rum.js, scripts/build.sh): a second copy of
+      // the module the SDK's chunk holds, so it makes an instance of its own from the same file.
       const glue = await import('/glue/llm_rum.js');
-      await glue.default({ module_or_path: await window.__native('/dist/wasm/llm_rum_bg.wasm') });
+      await glue.default({ module_or_path: await WebAssembly.compileStreaming(window.__native('/dist/wasm/llm_rum_bg.wasm')) });
       // The core alone (no stream machinery): one 174-byte OpenAI chunk per call.
       const ev = new TextEncoder().encode('data: {"id":"chatcmpl-123","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o","choices":[{"index":0,"delta":{"content":" token"},"finish_reason":null}]}\n\n');
       const core = new glue.Core(JSON.stringify({ pageOrigin: location.origin }));
       const FORGET = 4; // js/codes.js: end without a record
       const ch = core.begin(location.origin + '/x', 'POST', 0, 0, new Uint8Array(32), -1);
-      core.response(ch, 0, 200, new Headers({ 'content-type': 'text/event-stream' }), false);
+      core.response(ch, 0, 200, 'content-type:text/event-stream\n', false);
       const coreRuns = [];
       for (let r = 0; r < ROUNDS; r++) {
         const t0 = performance.now();
@@ -412,7 +413,7 @@ async function breakdown() {
       // located in the answer's tail, the frame goes into the bounded paint buckets.
       const ph = core.begin(location.origin + '/x', 'POST', 0, 0, new Uint8Array(32), -1);
       core.observe(ph, 1); // js/codes.js PAINT_OBSERVED: a named element
-      core.response(ph, 0, 200, new Headers({ 'content-type': 'text/event-stream' }), false);
+      core.response(ph, 0, 200, 'content-type:text/event-stream\n', false);
       for (let i = 0; i < 600; i++) core.chunk(ph, i, ev, i);
       // Worst case: a probe that matches nowhere, so the whole 512-char tail is searched.
       const probe = ' nothing like the answer text here, not at all';

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Per-function size profile of the shipped wasm (issue 14): the same build as scripts/build.sh
+# (wasm-bindgen included)
 # but with the name section kept, then `twiggy top` (and `twiggy dominators` with --dom).
 # twiggy comes from crates.io: `cargo install twiggy` (not needed by the build or the tests).
 set -euo pipefail
@@ -7,11 +8,13 @@ cd "$(dirname "$0")/.."
 command -v twiggy >/dev/null || { echo "twiggy not found: cargo install twiggy" >&2; exit 1; }
 cargo build --quiet --lib --profile wasm --target wasm32-unknown-unknown --features tiny
 out=target/profile
-mkdir -p $out
+rm -rf $out && mkdir -p $out
+wasm-bindgen target/wasm32-unknown-unknown/wasm/llm_rum.wasm --target web --out-dir $out \
+  --out-name llm_rum --no-typescript --encode-into always --omit-default-module-path
 # As build.sh, less --strip-debug (-g keeps the names twiggy reads; the code is the same).
 node_modules/.bin/wasm-opt -Oz --low-memory-unused -g --enable-reference-types --enable-bulk-memory --enable-nontrapping-float-to-int \
   --enable-sign-ext --enable-mutable-globals --strip-producers --converge \
-  target/wasm32-unknown-unknown/wasm/llm_rum.wasm -o $out/named.wasm
+  $out/llm_rum_bg.wasm -o $out/named.wasm
 # About the shipped size (names stripped afterwards: within ~0.5 % of build.sh's file), brotli 11
 # as scripts/size.js counts it — quick to compare two variants without a full build.
 node_modules/.bin/wasm-opt --strip-debug --strip-target-features $out/named.wasm -o $out/stripped.wasm

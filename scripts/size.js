@@ -4,32 +4,17 @@ import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 
-// The target is 30 KB brotli (issue 2 shipped at 28.7 KB; issue 14's goal is 25 KB). EventSource
-// (+2.0 KB), the beacon transport (+3.4 KB), paint observation (+6.5 KB) and id templating with
-// `beforeSend` (+1.3 KB) took it to 42.4 KB. Issue 14 made the transport and paint observation
-// chunks loaded on first use (41.2 KB; the wasm core alone is 33.2 KB of it); upstream buffering
-// detection (issue 16: `delivery`, `upstreamBuffered`, `upstreamHints`) adds +1.4 KB of wasm.
-// This guard stops further growth. Raise it only with a reason in the commit message.
+// The target is 30 KB brotli (issue 2 shipped at 28.7 KB; issue 14's goal was 25 KB, which its
+// size pass could not reach with every metric kept: 38.0 KB always loaded, with a hand-written
+// boundary — raw numeric exports, a hand-written glue, its own allocator).
+// Issue 28 put the boundary back on the parts the Rust–wasm field trusts — wasm-bindgen's
+// generated glue (a chunk of its own, loaded while the wasm compiles), talc, no `static mut` —
+// and issue 27 made early requests reach the app at once (the tap). The guard is on what a
+// typical page loads: `init({ collector })` with auto paint — the facade, the glue, the wasm,
+// paint observation and the beacon transport. It stops growth; it is never a reason to go back
+// to a hand-written boundary. Raise it only with a reason in the commit message.
 export const TARGET_BROTLI = 30 * 1024;
-// 45.55 KB: auto mode (issue 15: TextTail::claim, paintSource, the document observer; +1.6 KB)
-// made paint observation load on every page by default, so its chunk counts as always loaded
-// again; with issue 14's chunks and faster paths merged, 46 640 B measured (index.js 5 976,
-// paint chunk 2 460, glue 2 330, wasm 35 874; main with auto mode alone: 46 630 B).
-// 40.33 KB: issue 14's size pass dropped wasm-bindgen (raw numeric exports, src/wasm/abi.rs, and
-// a hand-written glue, js/wasm/llm_rum.js; response headers cross as one string) and talc (a
-// size-class allocator, src/wasm/runtime.rs): 41 218 B measured (index.js 5 976, paint chunk
-// 2 460, glue 967, wasm 31 815).
-// 40.2 KB: the glue bundled into index.js (issue 14, ready time): 41 029 B measured (index.js
-// with the glue 6 791, paint chunk 2 460, wasm 31 778).
-// 40.4 KB: init() resolves at once, what the app does meanwhile replayed once the core is in
-// (issue 14, ready time: +0.6 KB), and the core's per-chunk path faster (SWAR string and
-// line scans, one walk per choice: +0.3 KB), partly paid back by EventSource measurement as a
-// chunk of its own and the transport's glue moved into its chunk (−0.5 KB): 41 317 B measured
-// (index.js 6 809, paint chunk 2 460, wasm 32 048).
-// 38.1 KB: the beacon queue moved from the wasm into the transport chunk (js/deliver/queue.js:
-// wasm −2.5 KB, the transport chunk +0.9 KB, only with a collector), the loads deferred to the
-// next task (+0.1 KB): 38 931 B measured (index.js 6 956, paint chunk 2 452, wasm 29 523).
-export const BUDGET_BROTLI = Math.ceil(38.1 * 1024);
+export const BUDGET_BROTLI = Math.ceil(45 * 1024);
 
 export function measure(dir = 'dist') {
   const files = [];
@@ -48,34 +33,38 @@ export function measure(dir = 'dist') {
   for (const m of entry.matchAll(/(?:^|[;\s}])(?:import|export)\s*(?:[\w*{},\s$]*?from\s*)?["']\.\/([^"']+)["']/g)) always.add(m[1]);
   // Paint observation is a chunk, but `observe: 'auto'` is the default (issue 15): init()
   // imports it on every page (in parallel with the core) unless the app passes
-  // `observe: false`, so it counts as always loaded.
-  for (const f of fs.readdirSync(dir)) if (/^paint-[\w-]+\.js$/.test(f)) always.add(f);
+  // `observe: false`, so it counts as always loaded. So does the wasm-bindgen glue, a chunk
+  // every init() imports while the wasm compiles.
+  for (const f of fs.readdirSync(dir)) if (/^(paint|glue)-[\w-]+\.js$/.test(f)) always.add(f);
+  // The beacon transport: loaded by every page that has a collector (the typical one).
+  const withCollector = (f) => /^transport-[\w-]+\.js$/.test(f);
   const rows = files.map((f) => {
     const b = fs.readFileSync(f);
     const file = path.relative(dir, f);
     return {
       file,
-      // Loaded on demand only (the OTLP exporter, the beacon transport; the inline wasm copy
-      // inline-wasm.js, loaded only where the .wasm file cannot be fetched): not part of what
-      // every page loads. The wasm file (wasm/) always is.
+      // Loaded on demand only (the OTLP exporter, EventSource measurement, the beacon transport
+      // — with a collector; the inline wasm copy inline-wasm.js, loaded only where the .wasm
+      // file cannot be fetched): not part of what every page loads. The wasm file (wasm/) is.
       optional: !always.has(file) && !file.startsWith('wasm/'),
+      collector: withCollector(file),
       raw: b.length,
       gzip: zlib.gzipSync(b, { level: 9 }).length,
       brotli: zlib.brotliCompressSync(b, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length,
     };
   });
-  const total = rows
-    .filter((r) => !r.optional)
-    .reduce((t, r) => ({ raw: t.raw + r.raw, gzip: t.gzip + r.gzip, brotli: t.brotli + r.brotli }), { raw: 0, gzip: 0, brotli: 0 });
-  return { rows, total };
+  const sum = (keep) => rows.filter(keep).reduce((t, r) => ({ raw: t.raw + r.raw, gzip: t.gzip + r.gzip, brotli: t.brotli + r.brotli }), { raw: 0, gzip: 0, brotli: 0 });
+  // `total`: every page; `typical`: a page with a collector (what the guard is on).
+  return { rows, total: sum((r) => !r.optional), typical: sum((r) => !r.optional || r.collector) };
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname)) {
-  const { rows, total } = measure();
-  for (const r of [...rows, { file: 'total (always loaded)', ...total }]) {
-    console.log(`${(r.file + (r.optional ? ' (on demand)' : '')).padEnd(30)} raw ${String(r.raw).padStart(7)}  gzip ${String(r.gzip).padStart(6)}  brotli ${String(r.brotli).padStart(6)}`);
+  const { rows, total, typical } = measure();
+  const tag = (r) => (r.collector ? ' (with collector)' : r.optional ? ' (on demand)' : '');
+  for (const r of [...rows, { file: 'total (always loaded)', ...total }, { file: 'typical page (with collector)', ...typical }]) {
+    console.log(`${(r.file + tag(r)).padEnd(38)} raw ${String(r.raw).padStart(7)}  gzip ${String(r.gzip).padStart(6)}  brotli ${String(r.brotli).padStart(6)}`);
   }
-  console.log(`target: ${TARGET_BROTLI} B brotli → ${total.brotli <= TARGET_BROTLI ? 'within' : 'over by ' + (total.brotli - TARGET_BROTLI) + ' B'}`);
-  console.log(`guard:  ${BUDGET_BROTLI} B brotli → ${total.brotli <= BUDGET_BROTLI ? 'within' : 'OVER'}`);
-  if (process.argv.includes('--check') && total.brotli > BUDGET_BROTLI) process.exit(1);
+  console.log(`target: ${TARGET_BROTLI} B brotli always loaded → ${total.brotli <= TARGET_BROTLI ? 'within' : 'over by ' + (total.brotli - TARGET_BROTLI) + ' B'}`);
+  console.log(`guard:  ${BUDGET_BROTLI} B brotli for a typical page → ${typical.brotli <= BUDGET_BROTLI ? 'within' : 'OVER by ' + (typical.brotli - BUDGET_BROTLI) + ' B'}`);
+  if (process.argv.includes('--check') && typical.brotli > BUDGET_BROTLI) process.exit(1);
 }

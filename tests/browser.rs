@@ -1,6 +1,9 @@
-//! Browser-layer tests in headless Chromium (wasm-bindgen-test): the core's wasm build, `Core`
-//! driven as js/capture/fetch.js drives it through the glue (js/wasm/llm_rum.js; response
-//! headers as the glue writes them, one `name:value` line each). The fetch wrapper's transparency
+//! Browser-layer tests in headless Chromium and Firefox (wasm-bindgen-test): the wasm surface
+//! that ships — `Core`, the `#[wasm_bindgen]` class of src/wasm/core.rs, with the same exports
+//! and the same allocator (talc) as the shipped build; only the panic handler differs (the
+//! harness brings std's, the shipped `tiny` build traps: src/wasm/runtime.rs) — driven as the
+//! facade drives it (response headers as js/capture/fetch.js writes them, one `name:value` line
+//! each; records read as js/deliver/records.js reads them). The fetch wrapper's transparency
 //! (bytes, aborts, cancellation) is proven end-to-end in tests/e2e with the real server.
 #![cfg(target_arch = "wasm32")]
 
@@ -19,7 +22,7 @@ fn core() -> Core {
         r#"{"pageOrigin":"http://127.0.0.1:8080",
             "propagate":["https://api.example.com","https://other.example.com/v1/"],
             "correlation":["x-request-id","openai-processing-ms"],
-            "stallThresholdMs":250,"clockStepMs":0.1,"stripQuery":true,"sampled":true,
+            "stallThresholdMs":250,"stripQuery":true,"sampled":true,
             "budgets":[["ttft",100],["itl.p95",1000]],"collect":false}"#,
     )
 }
@@ -56,11 +59,21 @@ fn get(v: &JsValue, path: &str) -> JsValue {
     cur
 }
 
+/// The finished records, as js/deliver/records.js reads `take_records`: a line per record, `F`
+/// (final) or `S` (a snapshot), its 16-hex-digit id, its JSON. Checks the id is the record's.
 fn records(c: &mut Core) -> JsValue {
-    let text = c.take_records(false);
+    let text = c.take_records();
     assert!(!text.is_empty(), "a record was expected");
-    // One record per line (what js/deliver/records.js joins into an array).
-    JSON::parse(&format!("[{}]", text.replace('\n', ","))).expect("records are valid JSON")
+    let out = js_sys::Array::new();
+    for line in text.lines() {
+        let (kind, rest) = line.split_at(1);
+        assert_eq!(kind, "F", "{line}");
+        let (id, json) = rest.split_at(16);
+        let rec = JSON::parse(json).expect("records are valid JSON");
+        assert_eq!(get(&rec, "id").as_string().as_deref(), Some(id));
+        out.push(&rec);
+    }
+    out.into()
 }
 
 const SSE: &str = "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n\
@@ -159,7 +172,7 @@ fn other_origins_get_no_traceparent_unless_allowlisted() {
         assert_eq!(!c.traceparent(h).is_empty(), allowed, "{url}");
         c.end(h, 0.0, FORGET);
     }
-    assert!(c.take_records(false).is_empty(), "discarded requests leave no record");
+    assert!(c.take_records().is_empty(), "discarded requests leave no record");
 }
 
 #[wasm_bindgen_test]
@@ -184,7 +197,7 @@ fn non_stream_responses_are_not_measured_unless_matched() {
     let h = c.begin("http://127.0.0.1:8080/api", "GET", 0.0, 0.0, &[2u8; 32], -1.0);
     assert!(!c.response(h, 1.0, 200, &json, false));
     c.end(h, 2.0, 0);
-    assert!(c.take_records(false).is_empty());
+    assert!(c.take_records().is_empty());
     // Matched by the user's `match`: measured whatever the type; an HTTP error is an error.
     let h = c.begin("http://127.0.0.1:8080/api", "GET", 0.0, 0.0, &[3u8; 32], -1.0);
     assert!(c.response(h, 1.0, 500, &json, true));

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::has;
+use common::{finished, has};
 use llm_rum::core::config::Config;
 use llm_rum::core::request::kinds::Outcome;
 use llm_rum::core::session::{Handle, Session};
@@ -28,7 +28,7 @@ fn delta(text: &str) -> String {
 
 fn end(s: &mut Session, h: Handle, t: f64, by_app: bool) -> String {
     s.end(h, t, Outcome::eventsource_end(by_app));
-    let mut r = s.take_finished();
+    let mut r = finished(s);
     assert_eq!(r.len(), 1);
     r.remove(0)
 }
@@ -197,6 +197,6 @@ fn fetch_records_say_fetch() {
     let mut s = session();
     let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[3u8; 32]);
     s.end(h, 1.0, Outcome::Error);
-    let r = s.take_finished().remove(0);
+    let r = finished(&mut s).remove(0);
     has(&r, "\"transport\":\"fetch\",\"reconnectOf\":null");
 }

@@ -6,7 +6,7 @@
 mod common;
 
 use common::test_rng::Rng;
-use common::{chunk, has};
+use common::{chunk, finished, has};
 use llm_rum::core::config::{Budget, Config};
 use llm_rum::core::record::encode;
 use llm_rum::core::request::kinds::{Outcome, PAINT_AUTO, PAINT_NONE, PAINT_OBSERVED};
@@ -30,7 +30,7 @@ fn play(s: &mut Session, start: f64, headers: f64, chunks: &[(f64, String)], end
         s.get(h).unwrap().on_chunk(*t, c.as_bytes());
     }
     s.end(h, end, outcome);
-    let recs = s.take_finished();
+    let recs = finished(s);
     assert_eq!(recs.len(), 1);
     recs.into_iter().next().unwrap()
 }
@@ -115,11 +115,11 @@ fn outcomes() {
     let h = s.begin("https://chat.example/x", "GET", 0.0, 0.0, &[1u8; 32]);
     s.get(h).unwrap().on_headers(5.0, 503, "text/event-stream", false);
     s.end(h, 6.0, Outcome::Ok);
-    has(&s.take_finished()[0], "\"outcome\":\"error\"");
+    has(&finished(&mut s)[0], "\"outcome\":\"error\"");
     // No response at all: error with status 0 and null marks.
     let h = s.begin("https://chat.example/x", "GET", 0.0, 0.0, &[1u8; 32]);
     s.end(h, 6.0, Outcome::Error);
-    let r = &s.take_finished()[0];
+    let r = &finished(&mut s)[0];
     has(r, "\"status\":0,");
     has(r, "\"ttft\":null");
     has(r, "\"itl\":{\"n\":0,\"p50\":null,\"p95\":null,\"p99\":null,\"max\":null}");
@@ -156,7 +156,7 @@ fn an_error_event_then_the_clients_abort_is_an_error_in_every_format() {
             tl.on_chunk(2.0, first.as_bytes());
             tl.on_chunk(3.0, ev.as_bytes());
             s.end(h, 4.0, outcome);
-            let r = &s.take_finished()[0];
+            let r = &finished(&mut s)[0];
             assert!(r.contains("\"outcome\":\"error\""), "{format}: {ev} then {outcome:?}: {r}");
             has(r, &["\"format\":\"", format, "\""].concat());
             has(r, "\"ttft\":2");
@@ -176,12 +176,12 @@ fn stale_handles_and_bounded_in_flight() {
     assert_ne!(h, h2, "a reused slot gets a new generation");
     assert!(s.get(h).is_none(), "the stale handle does not reach the new request");
     s.end(h, 3.0, Outcome::Error); // no effect
-    assert_eq!(s.take_finished().len(), 1);
+    assert_eq!(finished(&mut s).len(), 1);
     // Past MAX_IN_FLIGHT abandoned requests, the oldest are ended as partial.
     for i in 0..session::MAX_IN_FLIGHT + 3 {
         s.begin("https://chat.example/c", "GET", 10.0 + i as f64, 0.0, &[3u8; 32]);
     }
-    let done = s.take_finished();
+    let done = finished(&mut s);
     assert_eq!(done.len(), 4, "h2 and the 3 oldest abandoned ones");
     assert!(done.iter().all(|r| r.contains("\"outcome\":\"partial\"")));
     assert_eq!(s.running().len(), session::MAX_IN_FLIGHT);
@@ -223,7 +223,7 @@ fn unsampled_sessions_record_nothing_and_say_so_in_traceparent() {
     let h = s.begin("https://chat.example/a", "GET", 0.0, 0.0, &[1u8; 32]);
     assert!(s.traceparent(h).ends_with("-00"));
     s.end(h, 1.0, Outcome::Ok);
-    assert!(s.take_finished().is_empty());
+    assert!(finished(&mut s).is_empty());
 }
 
 
@@ -285,23 +285,25 @@ fn hidden_page_sends_partials_that_the_final_record_supersedes() {
     s.get(h).unwrap().on_headers(10.0, 200, "text/event-stream", false);
     s.get(h).unwrap().on_chunk(100.0, chunk("Hi").as_bytes());
     s.snapshot_running(150.0);
-    let p = s.take_outgoing();
+    let p = s.take_records();
     assert_eq!(p.len(), 1);
-    has(&p[0], "\"outcome\":\"partial\"");
-    has(&p[0], "\"end\":150");
-    has(&p[0], "\"ttft\":100,");
-    assert!(s.take_finished().is_empty(), "onRecord does not see the partial");
+    assert!(p[0].snapshot, "for the collector only: onRecord does not see the partial");
+    has(&p[0].json, "\"outcome\":\"partial\"");
+    has(&p[0].json, "\"end\":150");
+    has(&p[0].json, "\"ttft\":100,");
     // The request keeps running and completes: same id, outcome ok, real end.
     assert!(s.get(h).unwrap().end.is_none(), "the snapshot did not end the request");
     s.get(h).unwrap().on_chunk(200.0, chunk("!").as_bytes());
     s.end(h, 210.0, Outcome::Ok);
-    let q = s.take_outgoing();
+    let q = s.take_records();
     assert_eq!(q.len(), 1);
-    has(&q[0], "\"outcome\":\"ok\"");
-    has(&q[0], "\"end\":210");
+    assert!(!q[0].snapshot, "onRecord sees the final record");
+    has(&q[0].json, "\"outcome\":\"ok\"");
+    has(&q[0].json, "\"end\":210");
+    // The id handed out with each record is the record's own, and the same for both.
     let id = |x: &str| x.split("{\"id\":\"").nth(1).unwrap()[..16].to_string();
-    assert_eq!(id(&p[0]), id(&q[0]));
-    assert_eq!(s.take_finished().len(), 1, "onRecord sees only the final record");
+    assert_eq!((id(&p[0].json), id(&q[0].json)), (p[0].id.clone(), q[0].id.clone()));
+    assert_eq!(p[0].id, q[0].id);
 }
 
 #[test]
@@ -313,7 +315,7 @@ fn recorded_urls_are_templated_and_the_app_template_wins() {
         s.get(h).unwrap().ident.route = route.map(String::from);
         s.get(h).unwrap().on_headers(10.0, 200, "text/event-stream", false);
         s.end(h, 30.0, Outcome::Ok);
-        s.take_finished().remove(0)
+        finished(s).remove(0)
     };
     let rec = run(&mut s, None);
     has(&rec, "\"url\":\"https://chat.example/v1/threads/:id/runs/:id\"");
@@ -324,11 +326,11 @@ fn recorded_urls_are_templated_and_the_app_template_wins() {
     has(&run(&mut s, None), "\"url\":\"https://chat.example/v1/threads/thread_9QxZr4kLmN2pT7vB1cD5eF8g/runs/98765\"");
 }
 
-/// Records go out for the collector only with one (`collect`): finished records and partial
-/// snapshots, in order, each once; bounded when the facade does not take them (measurement
+/// Records leave the core once each (`take_records`); `partial` snapshots are made only with a
+/// collector (`collect`); the list is bounded when the facade does not take them (measurement
 /// failed in the page), the oldest dropped and counted.
 #[test]
-fn records_go_out_for_the_collector_only_with_one() {
+fn records_leave_once_and_snapshots_only_with_a_collector() {
     let mut s = session(&[]);
     let run = |s: &mut Session, i: u8| {
         let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[i; 32]);
@@ -339,26 +341,23 @@ fn records_go_out_for_the_collector_only_with_one() {
     let h = run(&mut s, 1);
     s.snapshot_running(150.0);
     s.end(h, 210.0, Outcome::Ok);
-    assert!(s.take_outgoing().is_empty(), "no collector: nothing goes out");
-    assert_eq!(s.take_finished().len(), 1, "onRecord sees it all the same");
+    let r = s.take_records();
+    assert_eq!(r.iter().map(|r| r.snapshot).collect::<Vec<_>>(), [false], "no collector: no snapshot");
     s.cfg.collect = true;
     let h = run(&mut s, 2);
     s.snapshot_running(150.0);
     s.end(h, 210.0, Outcome::Ok);
-    let out = s.take_outgoing();
-    assert_eq!(out.len(), 2);
-    has(&out[0], "\"outcome\":\"partial\"");
-    has(&out[1], "\"outcome\":\"ok\"");
-    assert_eq!(s.take_finished().len(), 1, "onRecord sees the final record");
-    assert!(s.take_outgoing().is_empty(), "each once");
+    let out = s.take_records();
+    assert_eq!(out.iter().map(|r| r.snapshot).collect::<Vec<_>>(), [true, false]);
+    has(&out[0].json, "\"outcome\":\"partial\"");
+    has(&out[1].json, "\"outcome\":\"ok\"");
+    assert!(s.take_records().is_empty(), "each once");
     for i in 0..(session::MAX_FINISHED + 5) {
         let h = run(&mut s, i as u8);
         s.end(h, 30.0, Outcome::Ok);
     }
-    let out = s.take_outgoing();
-    assert_eq!(out.len(), session::MAX_FINISHED);
-    assert_eq!(s.take_finished().len(), session::MAX_FINISHED);
-    assert_eq!(s.dropped, 10, "5 from each list, the oldest");
+    assert_eq!(s.take_records().len(), session::MAX_FINISHED);
+    assert_eq!(s.dropped, 5, "the oldest");
 }
 
 #[test]
@@ -369,12 +368,12 @@ fn streams_cut_while_the_page_unloads_are_partial() {
     s.get(h).unwrap().on_chunk(20.0, chunk("Hi").as_bytes());
     s.unloading = true;
     s.end(h, 30.0, Outcome::Error); // Chromium's teardown of the page's fetches
-    has(&s.take_finished()[0], "\"outcome\":\"partial\"");
+    has(&finished(&mut s)[0], "\"outcome\":\"partial\"");
     // A stream that had completed before is still ok.
     let h = s.begin("https://chat.example/v1", "POST", 0.0, 0.0, &[8u8; 32]);
     s.get(h).unwrap().on_headers(10.0, 200, "text/event-stream", false);
     s.end(h, 30.0, Outcome::Ok);
-    has(&s.take_finished()[0], "\"outcome\":\"ok\"");
+    has(&finished(&mut s)[0], "\"outcome\":\"ok\"");
 }
 
 /// Auto mode: the record waits while an element is looked for; one found by `claim` reports
@@ -400,7 +399,7 @@ fn auto_mode_claims_the_answer_element_or_reports_none() {
     s.get(h).unwrap().on_chunk(140.0, b"data: [DONE]\n\n");
     assert!(!s.end(h, 140.0, Outcome::Ok));
     assert!(s.paint(h, 150.0, 38, 1.0, "there, how can I help you today?"));
-    let rec = s.take_finished().remove(0);
+    let rec = finished(&mut s).remove(0);
     has(&rec, "\"firstPaint\":117,");
     // The bracket's 1 ms and the clock's step: whole-millisecond stamps here read as a 1 ms clock.
     has(&rec, "\"buffered\":false,\"paintErrorMs\":2,\"paintSource\":\"auto\"");
@@ -413,7 +412,7 @@ fn auto_mode_claims_the_answer_element_or_reports_none() {
     assert_eq!(s.get(h).unwrap().claim("Plain text answers", true), 0.0);
     assert!(!s.end(h, 140.0, Outcome::Ok));
     s.finish(h);
-    let rec = s.take_finished().remove(0);
+    let rec = finished(&mut s).remove(0);
     has(&rec, "\"buffered\":null,\"paintErrorMs\":null,\"paintSource\":\"none\"");
     has(&rec, "\"firstPaint\":null,");
 }
@@ -439,10 +438,10 @@ fn observed_answer_record_waits_for_its_last_paint() {
     s.get(h).unwrap().on_user_mark("answer", 1830.0);
     s.get(h).unwrap().on_chunk(1835.0, b"data: [DONE]\n\n");
     assert!(!s.end(h, 1840.0, Outcome::Ok), "the end of the answer is not painted yet");
-    assert!(s.take_finished().is_empty());
+    assert!(finished(&mut s).is_empty());
     assert!(s.current().is_none(), "an ended request takes no marks");
     assert!(s.paint(h, 1850.0, 11, 2.0, ""), "the frame showing the end completes the record");
-    let rec = s.take_finished().remove(0);
+    let rec = finished(&mut s).remove(0);
     has(&rec, "\"firstPaint\":510,\"lastToken\":530,\"lastPaint\":850,\"end\":840}");
     has(&rec, "\"interaction\":-300,");
     has(&rec, "\"ttfp\":510,\"perceivedTtft\":810,\"total\":530,\"perceivedTotal\":1150,");
@@ -460,7 +459,7 @@ fn observed_answer_record_waits_for_its_last_paint() {
     s.get(h).unwrap().on_headers(1.0, 200, "text/event-stream", false);
     s.get(h).unwrap().on_chunk(10.0, chunk("a").as_bytes());
     assert!(s.end(h, 20.0, Outcome::Ok));
-    let rec = s.take_finished().remove(0);
+    let rec = finished(&mut s).remove(0);
     has(&rec, "\"ttfp\":null,\"perceivedTtft\":null,\"total\":10,\"perceivedTotal\":null,\"renderDelay\":null,\"buffered\":null,\"paintErrorMs\":null");
 
     // Hidden after the first paint: the first paint stands, the rest was not waited for; the
@@ -474,7 +473,7 @@ fn observed_answer_record_waits_for_its_last_paint() {
     s.get(h).unwrap().on_chunk(30.0, chunk("b").as_bytes());
     assert!(!s.end(h, 40.0, Outcome::Ok));
     s.page_hidden(45.0, false);
-    let rec = s.take_finished().remove(0);
+    let rec = finished(&mut s).remove(0);
     has(&rec, "\"firstPaint\":20,");
     has(&rec, "\"lastPaint\":null,");
     has(&rec, "\"perceivedTotal\":null,\"renderDelay\":null,\"buffered\":false,");
@@ -509,7 +508,7 @@ fn text_probes_keep_markdown_pauses_out_of_render_delay() {
         s.get(h).unwrap().on_chunk(761.0, b"data: [DONE]\n\n");
         s.end(h, 762.0, Outcome::Ok);
         assert!(paint(&mut s, 770.0, &shown));
-        s.take_finished().remove(0)
+        finished(&mut s).remove(0)
     };
     let proportional = run(false);
     has(&proportional, "\"max\":6"); // 640: the pause charged to a fraction of a char
@@ -527,7 +526,7 @@ fn observed_request_without_answer_text_does_not_wait() {
     s.get(h).unwrap().on_headers(1.0, 200, "text/event-stream", false);
     s.get(h).unwrap().on_chunk(5.0, b"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0}]}}]}\n\ndata: [DONE]\n\n");
     assert!(s.end(h, 6.0, Outcome::Ok));
-    let rec = s.take_finished().remove(0);
+    let rec = finished(&mut s).remove(0);
     has(&rec, "\"firstPaint\":null");
 }
 
@@ -547,7 +546,7 @@ fn paint_tracking_starts_with_observation() {
     assert!(!s.paint(h, 310.0, 15, 1.0, ""));
     s.get(h).unwrap().on_chunk(320.0, b"data: [DONE]\n\n");
     assert!(s.end(h, 321.0, Outcome::Ok));
-    let rec = s.take_finished().remove(0);
+    let rec = finished(&mut s).remove(0);
     // The first 10 chars spread over 100..200, all painted at 310: the first waited 210.
     has(&rec, "\"renderDelay\":{\"first\":210,");
     has(&rec, "\"max\":210}");
@@ -567,7 +566,7 @@ fn server_timing_that_could_not_be_seen_is_null_not_empty() {
     tl.on_chunk(2.0, chunk("Hi").as_bytes());
     tl.on_resource_timing(None);
     s.end(h, 3.0, Outcome::Ok);
-    let r = &s.take_finished()[0];
+    let r = &finished(&mut s)[0];
     has(r, "\"serverTiming\":null,");
     has(r, "\"ttftSplit\":null");
 }
@@ -587,13 +586,13 @@ fn paint_error_adds_the_clock_step() {
         s.get(h).unwrap().on_chunk(11.0, b"data: [DONE]\n\n");
         assert!(!s.end(h, 12.0, Outcome::Ok));
         assert!(s.paint(h, 20.0, 2, 0.5, ""));
-        has(&s.take_finished()[0], want);
+        has(&finished(&mut s)[0], want);
     }
 }
 
 /// Issue 27: a request whose answer text arrived before paint observation came in (made before
-/// the core was in, never held back for it) reports no paint metric and says why; one begun
-/// after is measured as usual.
+/// the core was in, never held back for it) reports no first paint — nor what is measured from
+/// it — and says why, while what was seen later stands; one begun after is measured as usual.
 #[test]
 fn text_that_arrived_before_paint_observation_leaves_the_first_paint_unknown() {
     let mut s = Session::new(Config { page_origin: "https://chat.example".into(), ..Config::default() });
@@ -606,11 +605,16 @@ fn text_that_arrived_before_paint_observation_leaves_the_first_paint_unknown() {
     s.get(early).unwrap().on_chunk(40.0, b"data: [DONE]\n\n");
     assert!(!s.end(early, 41.0, Outcome::Ok));
     assert!(s.paint(early, 50.0, 2, 0.5, ""));
-    let r = &s.take_finished()[0];
+    let r = &finished(&mut s)[0];
+    // Unknown: the first paint and what is measured from it.
     has(r, "\"firstPaint\":null,");
-    has(r, "\"ttfp\":null,");
+    has(r, "\"ttfp\":null,\"perceivedTtft\":null,");
+    has(r, "\"renderDelay\":null,\"buffered\":null,");
     has(r, "\"unseen\":[\"firstPaint\"]");
     has(r, "\"ttft\":10,");
+    // Seen from then on: the frame that showed the end of the answer.
+    has(r, "\"lastPaint\":50,");
+    has(r, "\"perceivedTotal\":50,");
     // Begun after paint came in: watched from its start.
     let late = s.begin("https://chat.example/v1/chat", "POST", 60.0, 0.0, &[8u8; 32]);
     let tl = s.get(late).unwrap();
@@ -620,7 +624,7 @@ fn text_that_arrived_before_paint_observation_leaves_the_first_paint_unknown() {
     s.get(late).unwrap().on_chunk(71.0, b"data: [DONE]\n\n");
     assert!(!s.end(late, 72.0, Outcome::Ok));
     assert!(s.paint(late, 80.0, 2, 0.5, ""));
-    let r = &s.take_finished()[0];
+    let r = &finished(&mut s)[0];
     has(r, "\"firstPaint\":20,");
     has(r, "\"unseen\":[]");
     // A second paint_ready (a second chunk load) changes nothing.
@@ -643,7 +647,7 @@ fn delivery_through_the_timeline() {
             tl.on_chunk(*t, body.as_bytes());
         }
         s.end(h, 2000.0, Outcome::Ok);
-        s.take_finished().remove(0)
+        finished(s).remove(0)
     };
     // Bursts of 9 events every 300 ms, read by an app that asks at once: buffered upstream.
     let reads: Vec<_> = (1..=4).map(|i| (5.0 + 300.0 * (i - 1) as f64, 300.0 * i as f64, events(9, 9 * i))).collect();
@@ -668,5 +672,5 @@ fn delivery_through_the_timeline() {
     tl.on_message(701.5, "message", "[DONE]", "");
     tl.on_resource_timing(None);
     s.end(h, 702.0, Outcome::Error);
-    has(&s.take_finished()[0], "\"delivery\":{\"arrivals\":1,\"eventsPerArrival\":{\"p50\":10,\"max\":10},\"largestArrivalShare\":1},\"upstreamBuffered\":true,\"upstreamHints\":null,");
+    has(&finished(&mut s)[0], "\"delivery\":{\"arrivals\":1,\"eventsPerArrival\":{\"p50\":10,\"max\":10},\"largestArrivalShare\":1},\"upstreamBuffered\":true,\"upstreamHints\":null,");
 }

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::chunk;
+use common::{chunk, finished, outgoing};
 use llm_rum::core::config::{Budget, Config};
 use llm_rum::core::request::kinds::{Outcome as End, PAINT_AUTO, PAINT_NONE, PAINT_OBSERVED};
 use llm_rum::core::session::{Handle, Session};
@@ -600,7 +600,7 @@ event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{
     let each: Vec<String> = (0..12).map(|i| chunk(&format!("w{i} "))).collect();
     let each: Vec<&[u8]> = each.iter().map(|c| c.as_bytes()).collect();
     fetch(&mut s, 20, "https://chat.example/v1/chat", 200, "text/event-stream", &each, End::Ok);
-    out.extend(s.take_finished());
+    out.extend(finished(&mut s));
 
     // What the person saw: an observed answer with a render stall blamed on a long frame.
     let h = s.begin("https://chat.example/v1/chat", "post", 1000.0, 1.7e12, &random(14));
@@ -624,7 +624,7 @@ event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{
     s.get(h).unwrap().on_chunk(30.0, openai[1]);
     s.end(h, 40.0, End::Ok);
     s.page_hidden(45.0, false);
-    out.extend(s.take_finished());
+    out.extend(finished(&mut s));
 
     // EventSource: a first attempt with an in-band trace and no Resource Timing entry (WebKit
     // creates none: serverTiming null), and its reconnect, whose entry came.
@@ -641,7 +641,7 @@ event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{
     tl.on_resource_timing(Some(2990.0));
     tl.on_message(3010.0, "message", "[DONE]", "");
     s.end(h, 3020.0, End::Aborted);
-    out.extend(s.take_finished());
+    out.extend(finished(&mut s));
 
     // Partial: a stream cut by the page unloading; the snapshots a hidden page sends.
     let mut s = session(&[]);
@@ -650,9 +650,9 @@ event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{
     s.get(h).unwrap().on_headers(10.0, 200, "text/event-stream", false);
     s.get(h).unwrap().on_chunk(20.0, openai[0]);
     s.page_hidden(25.0, true);
-    out.extend(s.take_outgoing());
+    out.extend(outgoing(&mut s));
     s.end(h, 30.0, End::Error);
-    out.extend(s.take_finished());
+    out.extend(finished(&mut s));
     // Made before the core was in (issue 27): its text arrived before paint observation, and the
     // early tap's bound ended what was seen of it.
     let mut s = session(&[]);
@@ -662,7 +662,7 @@ event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{
     s.paint_ready(40.0);
     s.get(h).unwrap().observe(PAINT_OBSERVED);
     s.end_unseen(h, 50.0);
-    out.extend(s.take_finished());
+    out.extend(finished(&mut s));
     out
 }
 

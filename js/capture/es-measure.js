@@ -9,6 +9,9 @@
 
 import { UNSEEN } from '../codes.js';
 
+/** The first attempt's `first`: no earlier attempt to link to. */
+const NO_BYTES = new Uint8Array(0);
+
 /** `readyState` of an EventSource that will not reconnect (HTML §"EventSource" CLOSED). */
 const CLOSED = 2;
 
@@ -65,19 +68,16 @@ function resourceEntry(url, since, cb, wait) {
 /**
  * The measuring side of the class, over `cap` (the Capture), for the traceparent query
  * parameter `param` ('' for none). `begun` and `forget` are capture/requests.js's, `skip` is
- * match.js's SKIP, `raw` the glue's calling convention (the EventSource exports' wrappers
- * live here, not in what every page loads).
+ * match.js's SKIP.
  * @param {import('./requests.js').Capture} cap
  * @param {string} param
- * @param {{ begun: typeof import('./requests.js').begun, forget: typeof import('./requests.js').forget, skip: number,
- *   raw: typeof import('../wasm/llm_rum.js').raw }} env
+ * @param {{ begun: typeof import('./requests.js').begun, forget: typeof import('./requests.js').forget, skip: number }} env
  */
-export function measuring(cap, param, { begun, forget, skip, raw }) {
+export function measuring(cap, param, { begun, forget, skip }) {
   const wait = waitsForEntry();
-  // The core's EventSource exports (src/wasm/abi.rs), on the glue's `Core` object `core`.
-  const esBegin = (core, url, t, random, first, sendTrace, interaction) =>
-    raw.fn('es_begin')(core.p, raw.put0(url), raw.put(random), raw.put(first), t, performance.timeOrigin + t, sendTrace, interaction) >>> 0;
-  const esMessage = (core, h, t, type, data, lastEventId) => raw.fn('es_message')(core.p, h, t, raw.put0(type), raw.put(data), raw.put(lastEventId));
+  // The core's EventSource inputs (src/wasm/core.rs `es_*`).
+  const esBegin = (core, url, t, random, first, sendTrace, interaction) => core.es_begin(url, t, performance.timeOrigin + t, random, first, sendTrace, interaction);
+  const esMessage = (core, h, t, type, data, lastEventId) => core.es_message(h, t, type, data, lastEventId);
   // Reconnect attempts are not caused by a user action: no interaction (-1).
   const begin = (core, m, t, first) => {
     const h = esBegin(core, m.url, t, cap.random(), first, !!param, -1);
@@ -92,8 +92,8 @@ export function measuring(cap, param, { begun, forget, skip, raw }) {
     m.h = 0;
     resourceEntry(m.target, m.since, (e) => cap.core.fenced((core) => {
       // The entries as the browser parsed them (no round trip through the header grammar).
-      if (e) for (const s of e.serverTiming || []) raw.fn('es_server_timing')(core.p, h, raw.put0(s.name), s.duration, raw.put(s.description));
-      cap.settled(h, !!raw.fn('es_end')(core.p, h, t, byApp, e ? e.startTime : NaN));
+      if (e) for (const s of e.serverTiming || []) core.es_server_timing(h, s.name, s.duration, s.description);
+      cap.settled(h, core.es_end(h, t, byApp, e ? e.startTime : NaN));
     }), wait);
     m.since = t;
   };
@@ -108,7 +108,7 @@ export function measuring(cap, param, { begun, forget, skip, raw }) {
     start: (m, t, sendTrace) =>
       cap.core.fenced((core) => {
         if (cap.match(m.url, 'GET') === skip) return false;
-        m.h = esBegin(core, m.url, t, m.r, [], sendTrace, cap.interaction(t));
+        m.h = esBegin(core, m.url, t, m.r, NO_BYTES, sendTrace, cap.interaction(t));
         begun(cap, core, m.h, m.url);
         const tp = sendTrace && param && core.traceparent(m.h);
         if (tp) {

@@ -24,7 +24,6 @@ import { begun, forget } from './requests.js';
 import { SKIP } from './match.js';
 import { base } from '../options.js';
 import { randomBytes } from '../ids.js';
-import { raw } from '../core.js';
 import { MAX_KEPT_CHUNKS, MAX_KEPT_BYTES, takeSlot, giveSlot } from './tap.js';
 
 /**
@@ -115,7 +114,7 @@ function measured(Native, param, warnOnce, load, defer) {
     if (loading || !cap) return loading;
     return (loading = load().then(
       (mod) => {
-        impl = cap.core.fenced(() => mod.measuring(cap, param, { begun, forget, skip: SKIP, raw }), false);
+        impl = cap.core.fenced(() => mod.measuring(cap, param, { begun, forget, skip: SKIP }), false);
         if (!impl) return stopAll();
         for (const [es, m] of waiting.splice(0)) cap.core.fenced(() => catchUp(es, m));
       },

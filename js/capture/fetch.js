@@ -125,12 +125,24 @@ function respond(cap, core, h, any, res, t) {
     forget(cap, h);
     return false;
   }
-  if (!core.response(h, t, res.status, res.headers, any)) {
+  if (!core.response(h, t, res.status, headerLines(res.headers), any)) {
     cap.settled(h, true); // not measured: the core forgot it
     return false;
   }
   cap.confirmed(h); // measured: its answer element may be bound now
   return true;
+}
+
+/**
+ * A response's headers as the core reads them (src/core/request/headers.rs): one `name:value`
+ * line each, as the `Headers` iterator gives them — names lower-cased, each once with its values
+ * combined (Fetch §"sort and combine"), only what CORS exposes. One string crosses into the core
+ * rather than one call per header it looks for.
+ */
+function headerLines(headers) {
+  let s = '';
+  for (const [k, v] of headers) s += k + ':' + v + '\n';
+  return s;
 }
 
 function onResponse(cap, { h, any, args }, res, bytes, t) {

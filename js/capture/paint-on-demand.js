@@ -5,9 +5,10 @@
 // rum.observe(el), which binds once it is in as it would have (the current answer, or the next
 // one). Nothing waits for it (issue 27: no response is held back from the app): the core is
 // told when paint observation came in (`paint_ready`), and an answer whose text arrived before
-// that reports no paint metric, with `unseen: ['firstPaint']`, rather than a later frame
-// passed off as its first paint (src/core/session.rs). tests/e2e/chunks.spec.js: an answer
-// observed right after init() keeps its first paint when its first token comes after the chunk.
+// that reports no first paint (nor what is measured from it), with `unseen: ['firstPaint']`,
+// rather than a later frame passed off as its first paint (src/core/record/seen.rs).
+// tests/e2e/chunks.spec.js: an answer observed right after init() keeps its first paint when
+// its first token comes after the chunk.
 
 /**
  * @param {() => Promise<typeof import('./paint.js')>} load  the chunk's dynamic import

@@ -11,7 +11,8 @@
 // (MAX_PAYLOAD, smaller for the keepalive quota or a refused sendBeacon); failed sends go back
 // to the front and wait out an exponential backoff with jitter (or Retry-After); the queue is
 // bounded and drops oldest, counting what it dropped into the next payload. A record queued
-// with the id of a queued one (a `partial` sent on page hide, then completed) replaces it.
+// with the id of a queued one (a `partial` sent on page hide, then completed) replaces it; the
+// id comes with the record from the core (Core::take_records), never parsed out of its text.
 
 /** The largest payload in UTF-8 bytes: under sendBeacon's and keepalive's 64 KiB (Fetch §4.5). */
 export const MAX_PAYLOAD = 60 * 1024;
@@ -44,25 +45,6 @@ export function backoffMs(attempt, jitter, retryAfterMs) {
   return Math.max(wait, Math.min(retryAfterMs, 10 * BACKOFF_CAP_MS));
 }
 
-/**
- * A record text → its queue item, or null when it is not a JSON object with a string `id` (the
- * dedupe key). The core writes `id` first; a record the app's beforeSend rebuilt, or one read
- * back from storage, is parsed.
- */
-function item(json) {
-  let id = /^\{"id":"([0-9a-f]+)"/.exec(json);
-  id = id ? id[1] : null;
-  if (id === null) {
-    try {
-      const r = JSON.parse(json);
-      if (r && typeof r.id === 'string') id = r.id;
-    } catch {
-      /* not JSON: dropped */
-    }
-  }
-  return id === null ? null : { id, json, n: utf8.encode(json).length };
-}
-
 export class BeaconQueue {
   /** `sdk` (`llm-rum/<version>`) and the tab `session`: what every beacon says of its sender. */
   constructor(sdk, session) {
@@ -84,10 +66,14 @@ export class BeaconQueue {
     if (i >= 0) this.bytes -= this.queue.splice(i, 1)[0].n;
   }
 
-  /** Queues a finished record (JSON object text) at `t`; one with a queued id replaces it. */
-  push(json, t) {
-    const it = item(json);
-    if (!it || it.n + ENVELOPE_RESERVE > MAX_PAYLOAD) {
+  /**
+   * Queues a record at `t`: its `id` (the core hands it over with the text: nothing here reads
+   * it out of the JSON, whose key order is the encoder's business) and its JSON object text.
+   * One with a queued id replaces it (a `partial` snapshot, then the final record).
+   */
+  push(id, json, t) {
+    const it = { id, json, n: utf8.encode(json).length };
+    if (it.n + ENVELOPE_RESERVE > MAX_PAYLOAD) {
       this.dropped++; // could never be sent
       return;
     }
@@ -164,8 +150,8 @@ export class BeaconQueue {
 
   /**
    * Takes every queued and unacknowledged record (the page is going away and the browser
-   * refused to send): one record per line, oldest first. The caller bounds what it stores;
-   * `restore` skips a line cut short.
+   * refused to send): one record per line, oldest first, each its id, a tab, its JSON. The
+   * caller bounds what it stores; `restore` skips a line cut short.
    */
   drain() {
     const all = [...[...this.inFlight.values()].flatMap((b) => b.items), ...this.queue];
@@ -173,11 +159,15 @@ export class BeaconQueue {
     this.queue = [];
     this.bytes = 0;
     this.firstAt = -1;
-    return all.map((it) => it.json + '\n').join('');
+    return all.map((it) => it.id + '\t' + it.json + '\n').join('');
   }
 
   /** Queues records given one per line (what an earlier page's `drain` stored). */
   restore(text, t) {
-    for (const line of text.split('\n')) if (line.endsWith('}')) this.push(line, t);
+    for (const line of text.split('\n')) {
+      const tab = line.indexOf('\t');
+      // A line cut short at the front (bounded storage) has lost its id or is no object.
+      if (tab === 16 && /^[0-9a-f]{16}$/.test(line.slice(0, 16)) && line.endsWith('}')) this.push(line.slice(0, 16), line.slice(17), t);
+    }
   }
 }

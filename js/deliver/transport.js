@@ -1,5 +1,6 @@
 // Sends what the beacon queue (queue.js: batching, sizes, backoff, dedupe) lets go. This file
-// moves records from the core into the queue and payloads out to the collector:
+// takes the records deliver/records.js hands it into the queue and payloads out to the
+// collector:
 // - normal flushes: fetch, with `keepalive` while the page's keepalive quota allows (Fetch
 //   §4.5: 64 KiB of keepalive bodies in flight per document, shared with sendBeacon);
 // - urgent flushes (hidden / pagehide): navigator.sendBeacon; when it refuses, smaller
@@ -35,8 +36,9 @@ function retryAfter(res) {
 
 /**
  * @typedef {object} Transport
- * @property {() => void} schedule  takes the records the core finished for the collector
- *   (through beforeSend) into the queue, then (re)arms the timer for its next due flush
+ * @property {(id: string, json: string, t: number) => void} push  queues a record (its id from
+ *   the core, its text as it goes out: deliver/records.js applied the app's beforeSend)
+ * @property {() => void} schedule  (re)arms the timer for the queue's next due flush
  * @property {() => Promise<void>} flush  sends what may go now (`manual`); resolves when the
  *   sends were handed to the browser and answered
  * @property {(reason: number) => void} urgent  the page hides or unloads: sendBeacon now
@@ -53,12 +55,11 @@ function retryAfter(res) {
  *   beforeSend: ((record: import('../index').RumRecord) => unknown) | null }} opts
  * @param {typeof fetch} nativeFetch
  * @param {{ warn: (message: string, err?: unknown) => void, base: () => string,
- *   route: (url: string) => string, raw: typeof import('../wasm/llm_rum.js').raw,
+ *   route: (url: string) => string,
  *   warnOnce: (key: string, message: string, err?: unknown) => void,
  *   ids: { sdk: string, session: string } }} env
  *   warn.js warn, options.js base, the app's route template for a URL (options.js
- *   templateOf), the glue's calling convention (for the `page` export: its wrapper lives here,
- *   not in what every page loads), init()'s warner, what every beacon says of its sender
+ *   templateOf), init()'s warner, what every beacon says of its sender
  * @returns {Promise<Transport>}
  */
 export async function startTransport(core, opts, nativeFetch, env) {
@@ -72,45 +73,9 @@ export async function startTransport(core, opts, nativeFetch, env) {
     }
   }
   const q = new BeaconQueue(env.ids.sdk, env.ids.session);
-  const transport = makeTransport(core, q, new URL(opts.collector, env.base()).href, nativeFetch, encode, env.route, env.raw, intake(core, q, opts.beforeSend, env.warnOnce));
+  const transport = makeTransport(core, q, new URL(opts.collector, env.base()).href, nativeFetch, encode, env.route);
   transport.restore();
   return transport;
-}
-
-/**
- * Moves the records the core finished for the collector into the queue — through the app's
- * `beforeSend` when it has one. The hook runs after onRecord (which sees every record as
- * measured, for the page's own use), on its own copy, once per record — a `partial` snapshot
- * on page hide and its completed record are one each. Synchronous: the page may be unloading,
- * its urgent flush follows at once. What it returns is queued (false/null: dropped;
- * undefined: the copy as edited in place); a hook that throws or returns anything else drops
- * that record: it may have been there to scrub it.
- */
-function intake(core, q, beforeSend, warnOnce) {
-  return () => {
-    const text = core.fenced((c) => c.take_records(true), '');
-    if (!text) return;
-    const t = performance.now();
-    for (const line of text.split('\n')) {
-      if (!beforeSend) {
-        q.push(line, t);
-        continue;
-      }
-      let v;
-      try {
-        const r = JSON.parse(line);
-        v = beforeSend(r);
-        if (v === undefined) v = r;
-        // A Promise is not awaited (the page may be unloading).
-        if (v && (typeof v !== 'object' || typeof v.then === 'function')) throw new TypeError('expected the record or false');
-        v = v && JSON.stringify(v);
-      } catch (e) {
-        warnOnce('beforeSend', 'beforeSend failed (contained); record dropped', e);
-        continue;
-      }
-      if (v) q.push(v, t);
-    }
-  };
 }
 
 /**
@@ -123,20 +88,22 @@ function intake(core, q, beforeSend, warnOnce) {
  * @param {typeof fetch} nativeFetch
  * @param {((payload: string) => string) | null} encode
  * @param {(href: string) => string} template
- * @param {typeof import('../wasm/llm_rum.js').raw} raw
- * @param {() => void} take  moves the core's records for the collector into `q` (`intake`)
  * @returns {Transport & { restore(): void }}
  */
-function makeTransport(core, q, url, nativeFetch, encode, template, raw, take) {
+function makeTransport(core, q, url, nativeFetch, encode, template) {
   const g = globalThis;
   const nav = g.navigator;
   let timer = 0;
   let keepaliveBytes = 0;
   // The beacon's `page`: the core templates the page's path like a record's `url` (no
-  // conversation id in it). Asked once per flush (an SPA's path changes between flushes).
+  // conversation id in it), once per address the page has had (an SPA's path changes between
+  // flushes; the same path is not asked again).
+  let pageOf = ['', ''];
   const page = () => {
     const loc = g.location;
-    return core.fenced((c) => raw.text(raw.fn('page')(c.p, raw.put0(loc ? loc.pathname : ''), raw.put(loc ? template(loc.href) : ''))), '') || '';
+    const href = loc ? loc.href : '';
+    if (href !== pageOf[0]) pageOf = [href, core.fenced((c) => c.page(loc ? loc.pathname : '', loc ? template(href) : ''), '') || ''];
+    return pageOf[1];
   };
   // `sentAt` is on the records' clock (their startEpochMs is performance.timeOrigin + t), so
   // the collector's received − sentAt measures exactly the skew of the times it stores.
@@ -147,7 +114,6 @@ function makeTransport(core, q, url, nativeFetch, encode, template, raw, take) {
   // more is sent; it never reaches the page (timer callbacks, rum.flush()'s promise).
   function schedule() {
     core.fenced(() => {
-      take();
       const at = q.dueAt();
       if (timer) clearTimeout(timer);
       timer = 0;
@@ -214,7 +180,6 @@ function makeTransport(core, q, url, nativeFetch, encode, template, raw, take) {
    * @param {number} reason  codes.js FLUSH_*
    */
   function flush(reason) {
-    core.fenced(take);
     if (offline()) return Promise.resolve();
     const sends = fetchAll(reason, false);
     schedule();
@@ -226,7 +191,6 @@ function makeTransport(core, q, url, nativeFetch, encode, template, raw, take) {
    * @param {number} reason  codes.js FLUSH_*
    */
   function urgent(reason) {
-    core.fenced(take);
     // sendBeacon can only send a CORS-safelisted type, which an OTLP receiver refuses:
     // OTLP goes out as keepalive fetches instead (no persistence for what does not fit).
     if (encode) return void fetchAll(reason, true);
@@ -287,6 +251,7 @@ function makeTransport(core, q, url, nativeFetch, encode, template, raw, take) {
   if (g.addEventListener) g.addEventListener('online', onOnline);
 
   return {
+    push: (id, json, t) => core.fenced(() => q.push(id, json, t)),
     schedule,
     flush: () => flush(FLUSH_MANUAL),
     urgent,

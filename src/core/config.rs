@@ -41,7 +41,7 @@ pub struct Config {
     /// Response headers whose values the record carries in `correlation` (lower-case names).
     pub correlation: Vec<String>,
     /// A collector is configured: records (and `partial` snapshots) also wait in
-    /// `Session::take_outgoing` for the facade's beacon queue (js/deliver/queue.js); without
+    /// `Session::take_records` for the facade's beacon queue (js/deliver/queue.js); without
     /// one they go to `onRecord` only.
     pub collect: bool,
 }

@@ -16,7 +16,7 @@ use crate::core::trace::traceparent::TraceContext;
 /// In-flight requests kept at once. A request the app never finishes reading (abandoned
 /// body) would otherwise pin its state forever; past this, the oldest is ended `partial`.
 pub const MAX_IN_FLIGHT: usize = 64;
-/// Finished records waiting for `onRecord`, and records waiting for `beforeSend`.
+/// Records waiting for the facade (`take_records`).
 pub const MAX_FINISHED: usize = 256;
 
 /// A handle: slot index in the low 8 bits, a generation above, so a stale handle from an
@@ -30,17 +30,30 @@ struct Slot {
     seq: u64,
 }
 
+/// A record on its way out of the core (`take_records`), handed to the facade once: the
+/// facade gives final ones to `onRecord` and, with a collector, every one to the beacon queue
+/// (js/deliver/records.js), parsing a text only when something needs the object.
+#[derive(Debug)]
+pub struct Finished {
+    /// The record's `id`: the beacon queue's dedupe key, so the queue never reads it out of
+    /// the text (and depends on no key order).
+    pub id: String,
+    /// The record, one JSON object.
+    pub json: String,
+    /// A `partial` snapshot of a request still running, made as the page hides (with a
+    /// collector only): for the collector, where the final record with the same id supersedes
+    /// it; `onRecord` sees only final records.
+    pub snapshot: bool,
+}
+
 pub struct Session {
     pub cfg: Config,
     slots: Vec<Slot>,
     seq: u64,
-    finished: Vec<String>,
-    /// With a collector: records (finished ones and `partial` snapshots) on their way to the
-    /// facade's beacon queue (`take_outgoing`; js/deliver/queue.js), through the app's
-    /// `beforeSend` when it has one.
-    outgoing: Vec<String>,
-    /// Records dropped because `finished` or `outgoing` was full: the facade stopped draining
-    /// them (measurement failed), so nothing would send them anyway; counted for the tests.
+    /// Records waiting for the facade, oldest first.
+    records: Vec<Finished>,
+    /// Records dropped because `records` was full: the facade stopped draining them
+    /// (measurement failed), so nothing would send them anyway; counted for the tests.
     pub dropped: u32,
     /// The page is being unloaded (pagehide, not into the back/forward cache): the browser
     /// tears its streams down, and those that end now were cut by the page going away.
@@ -54,14 +67,16 @@ pub struct Session {
 /// The 32 random bytes a request needs: 16 trace id, 8 span id, 8 record id.
 pub const RANDOM_BYTES: usize = 32;
 
-/// Appends `json` to `list`, bounded by `MAX_FINISHED`: the oldest goes (counted in `dropped`).
-/// (A function of the fields it needs, so callers can hold other borrows.)
-fn bounded_push(list: &mut Vec<String>, dropped: &mut u32, json: String) {
+/// Encodes `tl` and appends it to `list`, bounded by `MAX_FINISHED`: the oldest goes (counted
+/// in `dropped`). (A function of the fields it needs, so callers can hold other borrows.)
+fn push_record(list: &mut Vec<Finished>, dropped: &mut u32, tl: &Timeline, cfg: &Config, clock_step_ms: f64, snapshot: bool) {
+    let mut w = JsonWriter::new();
+    record::encode(tl, cfg, clock_step_ms, &mut w);
     if list.len() >= MAX_FINISHED {
         list.remove(0);
         *dropped += 1;
     }
-    list.push(json);
+    list.push(Finished { id: tl.ident.id.clone(), json: w.out, snapshot });
 }
 
 /// The running timeline `h` refers to; `None` for a stale handle (its slot's generation moved on).
@@ -79,8 +94,7 @@ impl Session {
             cfg,
             slots: Vec::new(),
             seq: 0,
-            finished: Vec::new(),
-            outgoing: Vec::new(),
+            records: Vec::new(),
             dropped: 0,
             unloading: false,
             grain: ClockGrain::default(),
@@ -291,17 +305,12 @@ impl Session {
         if !self.cfg.sampled {
             return;
         }
-        let mut w = JsonWriter::new();
-        record::encode(&tl, &self.cfg, self.grain.step_ms(), &mut w);
-        if self.cfg.collect {
-            bounded_push(&mut self.outgoing, &mut self.dropped, w.out.clone());
-        }
-        bounded_push(&mut self.finished, &mut self.dropped, w.out);
+        push_record(&mut self.records, &mut self.dropped, &tl, &self.cfg, self.grain.step_ms(), false);
     }
 
-    /// Takes the records on their way to the collector (JSON object texts), oldest first.
-    pub fn take_outgoing(&mut self) -> Vec<String> {
-        core::mem::take(&mut self.outgoing)
+    /// Takes the records waiting for the facade, oldest first: each leaves the core once.
+    pub fn take_records(&mut self) -> Vec<Finished> {
+        core::mem::take(&mut self.records)
     }
 
     /// The page is being hidden or unloaded: queue a `partial` record (marks so far) for
@@ -318,11 +327,9 @@ impl Session {
             let (end, outcome) = (tl.end, tl.outcome);
             tl.end = Some(t);
             tl.outcome = Some(Outcome::Partial);
-            let mut w = JsonWriter::new();
-            record::encode(tl, &self.cfg, grain, &mut w);
+            push_record(&mut self.records, &mut self.dropped, tl, &self.cfg, grain, true);
             tl.end = end;
             tl.outcome = outcome;
-            bounded_push(&mut self.outgoing, &mut self.dropped, w.out);
         }
     }
 
@@ -381,8 +388,4 @@ impl Session {
         (0..self.slots.len()).filter(|&i| self.slots[i].timeline.is_some()).map(|i| self.handle_of(i)).collect()
     }
 
-    /// Takes the finished records (JSON object texts) in completion order.
-    pub fn take_finished(&mut self) -> Vec<String> {
-        core::mem::take(&mut self.finished)
-    }
 }

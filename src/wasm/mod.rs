@@ -1,10 +1,8 @@
-//! The wasm side: `Core` (`exports.rs`) and the raw exports the glue calls (`abi.rs`), and, in
-//! the shipped build (feature `tiny`), the runtime (`runtime.rs`: panic handler and allocator).
-//! Only compiled for wasm32.
+//! The wasm side: `Core` (`core.rs`), the `#[wasm_bindgen]` surface over the pure core whose JS
+//! glue wasm-bindgen-cli generates, and the runtime (`runtime.rs`: the allocator every wasm
+//! build uses, and the shipped build's panic handler). Only compiled for wasm32.
 
-pub mod abi;
-pub mod exports;
-#[cfg(feature = "tiny")]
+pub mod core;
 mod runtime;
 
-pub use exports::Core;
+pub use self::core::Core;

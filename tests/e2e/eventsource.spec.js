@@ -319,23 +319,23 @@ test('fail-open: a throwing core leaves a working EventSource; shutdown restores
     const nat = await h.esStream(q, { ...opts, Ctor: window.__NativeES });
     const res = {};
     // Mid-stream: the first failure turns measurement off; every event still arrives.
-    const message = core.es_message;
-    core.es_message = () => {
+    const message = core.core_es_message;
+    core.core_es_message = () => {
       throw new Error('simulated core failure');
     };
     res.mid = await h.esStream(q, opts);
     res.midActive = window.__rum.active;
-    core.es_message = message;
+    core.core_es_message = message;
     await window.__rum.shutdown();
     res.restored = window.EventSource === window.__NativeES;
     // At construction: the app gets a working EventSource.
     await h.startRum();
-    const begin = core.es_begin;
-    core.es_begin = () => {
+    const begin = core.core_es_begin;
+    core.core_es_begin = () => {
       throw new Error('simulated core failure');
     };
     res.ctor = await h.esStream(q, opts);
-    core.es_begin = begin;
+    core.core_es_begin = begin;
     await window.__rum.shutdown();
     console.warn = warn;
     const strip = (evs) => evs.map((e) => [e.type, e.data.replace(/req-\d+/g, 'req-N'), e.lastEventId]);

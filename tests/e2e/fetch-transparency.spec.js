@@ -194,13 +194,13 @@ test('fail-open: a wasm that does not load leaves the native fetch; a failing co
     // stream still gets every byte.
     const rum = await window.llmRum.init({ onRecord: () => { throw new Error('app callback bug'); } });
     await rum.ready;
-    const chunk = core.chunk;
-    core.chunk = () => {
+    const chunk = core.core_chunk;
+    core.core_chunk = () => {
       throw new Error('simulated core failure');
     };
     const got = await h.readAll(await fetch('/v1/stream?tokens=20&gap_ms=1'));
     const nat = await h.readAll(await window.__native('/v1/stream?tokens=20&gap_ms=1'));
-    core.chunk = chunk;
+    core.core_chunk = chunk;
     const after = await h.readAll(await fetch('/v1/stream?tokens=5&gap_ms=1'));
     await rum.shutdown();
     console.warn = warn;

@@ -110,7 +110,12 @@ async function check(browserPage, name, { url = `${ORIGIN()}/toolchains/${name}/
   // Real values: ttft after the scripted 60 ms prefill, first paint after the first token.
   expect(rec.ttft).toBeGreaterThanOrEqual(60);
   expect(rec.ttft).toBeLessThan(5000);
-  expect(rec.marks.firstPaint).toBeGreaterThanOrEqual(rec.marks.firstToken);
+  // Its first token may reach the page before the core does (the inline copy comes after a 404):
+  // then its first paint is unknown and the record says so (issue 27: nothing is held for the
+  // core); the rest of what the person saw is measured either way.
+  if (rec.unseen.includes('firstPaint')) expect([rec.marks.firstPaint, rec.ttfp]).toEqual([null, null]);
+  else expect(rec.marks.firstPaint).toBeGreaterThanOrEqual(rec.marks.firstToken);
+  expect(rec.marks.lastPaint).toBeGreaterThanOrEqual(rec.marks.lastToken);
   expect(rec.traceId).toMatch(/^[0-9a-f]{32}$/);
   // The 400 ms block in the app's chunk handler: a render stall, blamed on the stream read it
   // ran in (LoAF's entry point is the SDK's re-stream callback in the app's bundle).
@@ -121,7 +126,7 @@ async function check(browserPage, name, { url = `${ORIGIN()}/toolchains/${name}/
   expect(longest.blame, JSON.stringify(longest)).toEqual({ invoker: 'stream-read', source: '', scriptMs: expect.any(Number) });
   expect(longest.blame.scriptMs).toBeGreaterThanOrEqual(350);
 
-  const sdk = loaded.filter((l) => l.status === 200 && (/\.wasm(\?|$)/.test(l.url) || l.body.includes('measurement disabled') || l.body.includes('Uint8Array.from(atob(') || l.body.includes('.out_ptr(')));
+  const sdk = loaded.filter((l) => l.status === 200 && (/\.wasm(\?|$)/.test(l.url) || l.body.includes('measurement disabled') || l.body.includes('Uint8Array.from(atob(') || l.body.includes('__wbindgen')));
   const wasm = sdk.some((l) => /\.wasm(\?|$)/.test(l.url)) ? 'file' : 'inline';
   const size = { raw: sdk.reduce((n, l) => n + l.body.length, 0), brotli: sdk.reduce((n, l) => n + brotli(l.body), 0) };
   const missing = loaded.filter((l) => l.status === 404).map((l) => new URL(l.url).pathname);

@@ -182,7 +182,12 @@ test('urgent flush: payloads the browser refuses are split smaller; what it stil
     expect(b.size).toBeLessThanOrEqual(20_000);
   }
   const sentNow = new Set(records(beacons).map((r) => r.id));
-  const kept = persisted.split('\n').filter(Boolean).map((l) => JSON.parse(l).id);
+  // What it persisted: one record per line, its id, a tab, its JSON (deliver/queue.js drain).
+  const kept = persisted.split('\n').filter(Boolean).map((l) => {
+    const [id, json] = l.split('\t');
+    expect(JSON.parse(json).id).toBe(id);
+    return id;
+  });
   expect(sentNow.size + kept.length).toBe(80);
   for (const id of ids) expect(sentNow.has(id) || kept.includes(id), id).toBe(true);
 

@@ -20,6 +20,8 @@ pub struct Seen<'a> {
     /// The tracker's result with the visibility rule applied (all `None` when no element was
     /// known or nothing was painted while visible). Absolute `performance.now()` times.
     pub paint: PaintResult,
+    /// A paint of the answer was seen (an element known, painted while visible).
+    painted: bool,
 }
 
 impl<'a> Seen<'a> {
@@ -27,35 +29,37 @@ impl<'a> Seen<'a> {
         let r = tl.paint.result();
         let hidden_at = tl.paint.hidden_at();
         let visible = |t: &f64| hidden_at.is_none_or(|h| *t <= h);
+        // A paint of the answer was seen at all (an element known, painted while visible).
+        let painted = r.first_paint.filter(visible).is_some() && tl.paint_source != PAINT_NONE;
         // Text that arrived before paint observation watched the request may have been painted
-        // unseen (issue 27: the app is never held back for it): no paint metric then, rather
-        // than a later frame passed off as the first one (the record's `unseen` says so).
-        let first_paint = r
-            .first_paint
-            .filter(visible)
-            .filter(|_| tl.paint_source != PAINT_NONE && !tl.first_paint_unseen());
+        // unseen (issue 27: the app is never held back for it): its first paint — and what is
+        // measured from it, the render delay of that text, `buffered` — is not known, rather
+        // than a later frame passed off as the first one (the record's `unseen` says so). What
+        // was seen from then on stands: the last paint, and the stalls between paints.
+        let first_paint = r.first_paint.filter(|_| painted && !tl.first_paint_unseen());
         // Hidden before the end of the answer was painted: its last paint was never seen
         // (the tracker's fallback — the last paint before the final arrival — would pass
         // for it).
-        let last_paint = first_paint
-            .and(r.last_paint)
+        let last_paint = r
+            .last_paint
+            .filter(|_| painted)
             .filter(visible)
             .filter(|_| hidden_at.is_none() || tl.paint.final_paint_seen());
         let paint = PaintResult {
             first_paint,
             last_paint,
-            render_delay: last_paint.and(r.render_delay),
+            render_delay: first_paint.and(last_paint).and(r.render_delay),
             buffered: first_paint.and(r.buffered),
-            paint_error_ms: first_paint.and(r.paint_error_ms),
+            paint_error_ms: r.paint_error_ms.filter(|_| painted),
             ..r
         };
-        Seen { tl, paint }
+        Seen { tl, paint, painted }
     }
 
-    /// The stalls to report: as seen on screen once a paint was reported, else between
-    /// content arrivals (the record's `stalls`: gaps the person could see).
+    /// The stalls to report: as seen on screen once a paint was seen, else between content
+    /// arrivals (the record's `stalls`: gaps the person could see).
     pub fn stalls(&self) -> &'a Stalls {
-        if self.paint.first_paint.is_some() {
+        if self.painted {
             self.tl.paint.stalls()
         } else {
             &self.tl.stalls

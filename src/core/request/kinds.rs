@@ -53,7 +53,8 @@ pub const UNSEEN_REST: u32 = 5;
 
 /// `record.unseen`: what the SDK could not see of a request, by name (js/index.d.ts `Unseen`
 /// names the same; tests/wire_contract.rs compares them). `firstPaint`: answer text arrived
-/// before paint observation watched the request, so no paint metric is reported; `end`: the
+/// before paint observation watched the request, so its first paint (and what is measured from
+/// it) is not reported (record/seen.rs); `end`: the
 /// record covers the stream only up to `marks.end` (`UNSEEN_REST`).
 pub const UNSEEN_FIRST_PAINT: &str = "firstPaint";
 pub const UNSEEN_END: &str = "end";

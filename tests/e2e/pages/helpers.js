@@ -141,12 +141,13 @@ export async function renderAnswer(kind, query, { renderOpts = {}, beforeFetch =
 }
 
 /**
- * Test-only fault injection into the wasm core. The SDK bundles its glue (js/wasm/llm_rum.js),
- * so the `Core` class is not reachable from a page; instead this wraps
+ * Test-only fault injection into the wasm core. The SDK's generated glue (js/wasm/llm_rum.js, a
+ * chunk of dist/) keeps the `Core` class out of a page's reach; instead this wraps
  * WebAssembly.instantiateStreaming and WebAssembly.instantiate so that the exports the glue
- * calls (`chunk`, `es_message`, … of src/wasm/abi.rs) live in a plain object, returned here: a test swaps one for a throwing
- * function and puts it back. Call it in a fresh page before its first init() (the glue
- * instantiates once per page); the browser's functions are restored once the core is loaded.
+ * calls (`core_chunk`, `core_es_message`, … : wasm-bindgen's names for src/wasm/core.rs's
+ * methods) live in a plain object, returned here: a test swaps one for a throwing function and
+ * puts it back. Call it in a fresh page before its first init() (the glue instantiates once per
+ * page); the browser's functions are restored once the core is loaded.
  * @returns {Record<string, Function>}
  */
 export function hookCoreExports() {

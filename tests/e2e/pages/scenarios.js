@@ -418,16 +418,16 @@ export async function autoConcurrent({ ui, queries }) {
 export async function coreFault({ id }) {
   const core = h.hookCoreExports();
   const started = await h.startRum();
-  const chunk = core.chunk;
+  const chunk = core.core_chunk;
   let calls = 0;
-  core.chunk = (...a) => {
+  core.core_chunk = (...a) => {
     if (++calls > 2) throw new Error('simulated core failure');
     return chunk(...a);
   };
   const res = await fetch(`/v1/stream?tokens=40&gap_ms=2&seed=3&test_id=${id}`);
   const got = await h.readAll(res);
   const active = window.__rum.active;
-  core.chunk = chunk;
+  core.core_chunk = chunk;
   const after = await h.readAll(await fetch('/v1/stream?tokens=5&gap_ms=1'));
   const logged = window.__console.splice(0);
   await window.__rum.shutdown();
