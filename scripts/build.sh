@@ -37,5 +37,7 @@ node -e '
 # init() when they are needed (the glue while the wasm compiles).
 node_modules/.bin/esbuild js/index.js --bundle --splitting --format=esm --minify --sourcemap \
   --external:./inline-wasm.js --outdir=dist --chunk-names='[name]-[hash]' --log-level=warning
+# Then terser, a second pass (scripts/minify.mjs says what it saves).
+node scripts/minify.mjs dist
 cp js/index.d.ts dist/
 echo "[build] dist/ ready: $(du -sb dist | cut -f1) bytes"

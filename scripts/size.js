@@ -13,8 +13,13 @@ import zlib from 'node:zlib';
 // typical page loads: `init({ collector })` with auto paint — the facade, the glue, the wasm,
 // paint observation and the beacon transport. It stops growth; it is never a reason to go back
 // to a hand-written boundary. Raise it only with a reason in the commit message.
+// 45.5 KB: issue 28's bar was 45 KB; measured 46 538 B (wasm 33 082, facade 7 057, glue 1 951,
+// paint 2 269, transport 2 035 — terser's second pass included, −640 B): the wasm-bindgen
+// boundary costs +3.6 KB of wasm (per-export shims, strings passed through malloc/free, the
+// RefCell around `Core`; talc +0.4 KB of it) and the generated glue 1.9 KB, issue 27's tap
+// +0.6 KB of facade. What was tried and measured is in the README (Cost and size).
 export const TARGET_BROTLI = 30 * 1024;
-export const BUDGET_BROTLI = Math.ceil(45 * 1024);
+export const BUDGET_BROTLI = Math.ceil(45.5 * 1024);
 
 export function measure(dir = 'dist') {
   const files = [];

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every test layer, in order: native core + server (cargo test), the browser layer
-# (wasm-bindgen-test) in headless Chromium and in headless Firefox ESR, end-to-end against the
+# (wasm-bindgen-test) in headless Chromium, headless Firefox ESR and WebKitGTK, end-to-end against the
 # real scripted server (Playwright; its engines.spec.js drives Firefox ESR and WebKitGTK too,
 # over W3C WebDriver). Ends with one summary line "N passed, N failed" summing all layers.
 set -uo pipefail
@@ -50,6 +50,10 @@ wasm_tests() {
 }
 wasm_tests Chromium CHROMEDRIVER=/usr/bin/chromedriver
 wasm_tests Firefox GECKODRIVER="$GECKODRIVER_BIN"
+# WebKitGTK (Safari's engine): wasm-bindgen-test-runner drives WebKitGTK's WebKitWebDriver as it
+# drives safaridriver (SAFARIDRIVER; the session it asks for, with no capabilities, opens
+# WebKitGTK's MiniBrowser), under Xvfb (MiniBrowser has no headless mode).
+wasm_tests WebKit xvfb-run -a env SAFARIDRIVER=/usr/bin/WebKitWebDriver
 
 echo "=== end-to-end tests (Playwright, system Chromium)"
 rm -f test-results/e2e.json test-results/engines.json test-results/toolchains.json
