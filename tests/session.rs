@@ -631,6 +631,32 @@ fn text_that_arrived_before_paint_observation_leaves_the_first_paint_unknown() {
     s.paint_ready(1000.0);
 }
 
+/// Issue 27: the stalls of an answer whose text arrived before paint observation came in are
+/// the gaps between its arrivals before it (the paints then could not be seen) and the gaps
+/// between the paints seen after it — a stall under way when it came in counted once.
+#[test]
+fn stalls_before_paint_observation_come_from_the_arrivals() {
+    let mut s = Session::new(Config { page_origin: "https://chat.example".into(), ..Config::default() });
+    let h = s.begin("https://chat.example/v1/chat", "POST", 0.0, 0.0, &[9u8; 32]);
+    let tl = s.get(h).unwrap();
+    tl.on_headers(1.0, 200, "text/event-stream", false);
+    tl.on_chunk(10.0, chunk("one").as_bytes());
+    // A 400 ms network stall, under way when paint observation comes in (at 200).
+    s.paint_ready(200.0);
+    let tl = s.get(h).unwrap();
+    tl.observe(PAINT_OBSERVED);
+    tl.on_chunk(410.0, chunk(" two").as_bytes());
+    assert!(!s.paint(h, 420.0, 7, 0.5, ""));
+    // Then text that waited 500 ms on screen: a render stall, seen between paints.
+    s.get(h).unwrap().on_chunk(430.0, chunk(" three").as_bytes());
+    s.get(h).unwrap().on_chunk(440.0, b"data: [DONE]\n\n");
+    assert!(!s.end(h, 441.0, Outcome::Ok));
+    assert!(s.paint(h, 930.0, 13, 0.5, ""));
+    let r = &finished(&mut s)[0];
+    has(r, "\"unseen\":[\"firstPaint\"]");
+    has(r, "\"stalls\":{\"count\":2,\"totalMs\":910,\"longestMs\":510,\"network\":1,\"render\":1}");
+}
+
 /// `delivery` and `upstreamBuffered` through the timeline's inputs: fetch reads with the time
 /// the app asked for them (its own time is no silence of the network), a non-content read in
 /// between, and EventSource messages dispatched together (one arrival).

@@ -146,6 +146,8 @@ impl Session {
         for slot in self.slots.iter_mut() {
             if let Some(tl) = slot.timeline.as_mut() {
                 tl.paint_from = t;
+                // Every gap between its arrivals so far began before paint observation.
+                tl.stalls_unwatched = tl.stalls.clone();
             }
         }
     }

@@ -37,7 +37,7 @@ pub struct Stall {
 /// flaky connection cannot grow the record.
 pub const MAX_STALL_LIST: usize = 16;
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Stalls {
     pub count: u32,
     pub total_ms: f64,
@@ -66,6 +66,24 @@ impl Stalls {
             }
             self.list.insert(pos, s);
         }
+    }
+
+    /// These stalls and `other`'s, as one set (two detectors' stalls over disjoint spans).
+    pub fn merged(&self, other: &Stalls) -> Stalls {
+        let mut out = self.clone();
+        out.count += other.count;
+        out.total_ms += other.total_ms;
+        out.longest_ms = out.longest_ms.max(other.longest_ms);
+        out.network += other.network;
+        out.render += other.render;
+        for s in &other.list {
+            let pos = out.list.iter().position(|x| x.dur < s.dur).unwrap_or(out.list.len());
+            if pos < MAX_STALL_LIST {
+                out.list.insert(pos, *s);
+                out.list.truncate(MAX_STALL_LIST);
+            }
+        }
+        out
     }
 }
 

@@ -9,6 +9,7 @@
 //! record whose last paint came after the page was hidden reports its first paint (it was
 //! seen) but no `lastPaint`, `perceivedTotal` or `renderDelay`.
 
+use alloc::borrow::Cow;
 use crate::core::paint::PaintResult;
 use crate::core::request::kinds::PAINT_NONE;
 use crate::core::request::timeline::Timeline;
@@ -56,13 +57,18 @@ impl<'a> Seen<'a> {
         Seen { tl, paint, painted }
     }
 
-    /// The stalls to report: as seen on screen once a paint was seen, else between content
-    /// arrivals (the record's `stalls`: gaps the person could see).
-    pub fn stalls(&self) -> &'a Stalls {
-        if self.painted {
-            self.tl.paint.stalls()
+    /// The stalls to report (the record's `stalls`: gaps the person could see): as seen on
+    /// screen once a paint was seen, else between content arrivals. Where paint observation came
+    /// in after text had arrived (`Timeline::paint_from`), the gaps between arrivals before it
+    /// and the gaps between paints after it: a stall under way when it came in is counted once,
+    /// from the arrivals (the paints seen start after it).
+    pub fn stalls(&self) -> Cow<'a, Stalls> {
+        if !self.painted {
+            Cow::Borrowed(&self.tl.stalls)
+        } else if self.tl.first_paint_unseen() {
+            Cow::Owned(self.tl.stalls_unwatched.merged(self.tl.paint.stalls()))
         } else {
-            &self.tl.stalls
+            Cow::Borrowed(self.tl.paint.stalls())
         }
     }
 

@@ -71,6 +71,9 @@ pub struct Timeline {
     asked: Option<f64>,
     last_delivery: Option<f64>,
     pub stalls: Stalls,
+    /// Of `stalls`, those that began before paint observation watched the request
+    /// (`paint_from`): the gaps the person saw before its paints could be seen (record/seen.rs).
+    pub stalls_unwatched: Stalls,
     pub server_timing: Vec<ServerTimingEntry>,
     /// False when the server's timing could not be seen at all (an EventSource whose Resource
     /// Timing entry never appeared: WebKit creates none): the record's `serverTiming` is then
@@ -128,6 +131,7 @@ impl Timeline {
             asked: None,
             last_delivery: None,
             stalls: Stalls::default(),
+            stalls_unwatched: Stalls::default(),
             server_timing: Vec::new(),
             server_timing_seen: true,
             correlation: Vec::new(),
@@ -316,7 +320,11 @@ impl Timeline {
                 let gap = t - prev;
                 self.itl.record(gap);
                 if gap > self.stall_threshold_ms {
-                    self.stalls.add(Stall { start: prev - self.start, dur: gap, cause: StallCause::Network });
+                    let stall = Stall { start: prev - self.start, dur: gap, cause: StallCause::Network };
+                    self.stalls.add(stall);
+                    if prev < self.paint_from {
+                        self.stalls_unwatched.add(stall);
+                    }
                 }
             } else {
                 self.first_token = Some(t);
@@ -448,7 +456,7 @@ impl Timeline {
             self.ident.start_epoch_ms -= d;
             self.start = t;
             // Stall starts are kept relative to `start`.
-            for s in &mut self.stalls.list {
+            for s in self.stalls.list.iter_mut().chain(self.stalls_unwatched.list.iter_mut()) {
                 s.start += d;
             }
             self.paint.shift_origin(d);
