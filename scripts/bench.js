@@ -11,7 +11,10 @@
 // 2. Where llm-rum's per-chunk time goes (in-page stream, no network), memory after a very long
 //    stream, and the paint observer's cost per DOM mutation.
 //
-//   node scripts/bench.js [--chunks 100000] [--long 1000000] [--loads 20] [--rounds 9] [--firsts 40]
+// 3. A long-lived chat tab (issue 28): 5 000 answers of 10 to 100 000 chunks in one page, the
+//    SDK's wasm memory and the JS heap after each thousand.
+//
+//   node scripts/bench.js [--chunks 100000] [--long 1000000] [--loads 20] [--rounds 9] [--firsts 40] [--soak 5000]
 //
 // Noise: this machine is shared. Each timed drain starts from a collected heap (gc(), the page
 // runs with --expose-gc), so one variant's garbage is not collected on another's clock; the
@@ -35,6 +38,7 @@ const LONG = arg('long', 1_000_000);
 const LOADS = arg('loads', 20);
 const FIRSTS = arg('firsts', 40);
 const ROUNDS = arg('rounds', 9);
+const SOAK = arg('soak', 5000);
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // The peer, bundled the way a page would ship it.
@@ -65,6 +69,7 @@ try {
   await sideBySide();
   await breakdown();
   await earlyMemory();
+  await soak();
 } finally {
   await browser.close();
   await server.stop();
@@ -612,4 +617,67 @@ async function earlyMemory() {
   console.log(`an early answer held for a core that has not come (200 chunks, ${(n / 1024).toFixed(0)} KiB read by the app):`);
   console.log(`  page memory it keeps    +${((held - base) / 1024).toFixed(1)} KiB (JS heap + array buffers after GC: the chunks by reference where the app got them, a copy where a byte stream detached them)`);
   console.log(`  after shutdown()        ${released - base >= 0 ? '+' : ''}${((released - base) / 1024).toFixed(1)} KiB (let go)`);
+}
+
+/**
+ * A long-lived chat tab (issue 28): SOAK answers in one page through rum.fetch, of lengths drawn
+ * log-uniformly from 10 to 100 000 chunks (a fixed seed: the same answers every run), from an
+ * in-page stream (no network: the work is the SDK's). After each thousand: the SDK's wasm memory
+ * (its instance's linear memory, which never shrinks: growth would show) and the JS heap after
+ * GC. `observe: false`: paint state is bounded per request like the rest, and rendering the text
+ * of 50 million chunks would measure the DOM, not the SDK.
+ */
+async function soak() {
+  const page = await browser.newPage();
+  await page.goto(origin + '/blank.html');
+  await page.waitForFunction(() => window.llmRum);
+  const t0 = Date.now();
+  const rows = await page.evaluate(async (SOAK) => {
+    let memory = null;
+    const { instantiate } = WebAssembly;
+    WebAssembly.instantiate = async (...a) => {
+      const r = await instantiate.apply(WebAssembly, a);
+      memory ||= (r.instance || r).exports.memory;
+      return r;
+    };
+    const event = new TextEncoder().encode('data: {"choices":[{"index":0,"delta":{"content":" token"}}]}\n\n');
+    let n = 0;
+    globalThis.fetch = async (u) => {
+      if (String(u).includes('.wasm')) return window.__native(u);
+      let i = 0;
+      const body = new ReadableStream({ type: 'bytes', pull: (c) => (i++ < n ? c.enqueue(event.slice()) : c.close()) });
+      return new Response(body, { headers: { 'content-type': 'text/event-stream' } });
+    };
+    let records = 0;
+    const rum = await window.llmRum.init({ patchGlobals: false, observe: false, onRecord: () => records++ });
+    await rum.ready;
+    WebAssembly.instantiate = instantiate;
+    // xorshift32, seeded: the answers' lengths, log-uniform in [10, 100 000].
+    let x = 2463534242;
+    const rand = () => ((x ^= x << 13), (x ^= x >>> 17), (x ^= x << 5), (x >>> 0) / 4294967296);
+    const out = [];
+    let chunks = 0;
+    for (let a = 1; a <= SOAK; a++) {
+      n = Math.round(10 * 10 ** (4 * rand()));
+      chunks += n;
+      const r = (await rum.fetch('/v1/chat/completions')).body.getReader();
+      while (!(await r.read()).done);
+      if (a % 1000 === 0) {
+        for (let i = 0; i < 3; i++) {
+          gc();
+          await new Promise((res) => setTimeout(res, 20));
+        }
+        out.push({ answers: a, chunks, records, wasm: memory.buffer.byteLength, heap: performance.memory.usedJSHeapSize });
+      }
+    }
+    return out;
+  }, SOAK);
+  await page.close();
+  console.log(`a long-lived tab: ${SOAK} answers of 10–100 000 chunks in one page (${((Date.now() - t0) / 1000).toFixed(0)} s), after each thousand:`);
+  for (const r of rows) console.log(`  ${String(r.answers).padStart(5)} answers (${(r.chunks / 1e6).toFixed(1)} M chunks, ${r.records} records)   wasm memory ${(r.wasm / 1024).toFixed(0)} KiB   JS heap ${(r.heap / 1024).toFixed(0)} KiB`);
+  if (rows.length > 1) {
+    const first = rows[0];
+    const last = rows[rows.length - 1];
+    console.log(`  past the first thousand: wasm memory ${last.wasm - first.wasm >= 0 ? '+' : ''}${((last.wasm - first.wasm) / 1024).toFixed(0)} KiB, JS heap ${last.heap - first.heap >= 0 ? '+' : ''}${((last.heap - first.heap) / 1024).toFixed(0)} KiB`);
+  }
 }
