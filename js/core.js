@@ -17,6 +17,7 @@
 
 import { warn } from './warn.js';
 import { tabSession } from './ids.js';
+import { byteStreamsWork } from './capture/body.js';
 
 export const VERSION = '0.1.0';
 
@@ -71,11 +72,15 @@ export async function loadCore(opts, nativeFetch, core) {
     compiled.catch(() => {}); // awaited below; a failure there is reported once, not as unhandled
     const glue = import('./glue.js');
     glue.catch(() => {});
-    // The tab session reads sessionStorage, whose first read in a page is a synchronous round
-    // trip to the browser process (1–30 ms measured in Chromium on a loaded machine): read
-    // once the wasm's response is in and compiling off the main thread, in a task of its own,
-    // after init() has resolved.
+    // What costs the main thread a few ms the first time in a page — the tab session's
+    // sessionStorage read (a synchronous round trip to the browser process: 1–30 ms in
+    // Chromium, 7.7 ms median here) and the first byte stream (byteStreamsWork: ~3 ms) — waits
+    // for an idle period once the wasm's response is in and compiling off the main thread, so
+    // that none of it runs while the page has work to do (issue 27: the app's responses and
+    // chunks come first; what it requests meanwhile is tapped).
     await arrived.catch(() => {});
+    await idle();
+    byteStreamsWork();
     const session = tabSession(opts.sampleRate);
     const { default: instantiate, Core } = await glue;
     await instantiate({ module_or_path: await compiled });
@@ -98,6 +103,22 @@ export async function loadCore(opts, nativeFetch, core) {
     return false;
   }
 }
+
+/**
+ * Resolves in the page's next idle period (requestIdleCallback), or after IDLE_WAIT_MS at the
+ * latest (a page busy for longer still gets its core); where there is no requestIdleCallback
+ * (Safari), in the next task.
+ */
+function idle() {
+  return new Promise((resolve) => {
+    try {
+      requestIdleCallback(() => resolve(), { timeout: IDLE_WAIT_MS });
+    } catch {
+      setTimeout(resolve, 0);
+    }
+  });
+}
+const IDLE_WAIT_MS = 500;
 
 /** The page's one compile: every init() (React's StrictMode makes two) shares it. */
 let compiling = null;

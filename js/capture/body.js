@@ -32,17 +32,23 @@ export function outcomeOf(err) {
 
 /**
  * Whether this engine implements readable byte streams (Streams §4.7). WebKit before Safari
- * 26.4 throws "ReadableByteStreamController is not implemented" at construction. Asked once
- * per init; a BYOB reader is requested too, since that is what a byte stream is for.
+ * 26.4 throws "ReadableByteStreamController is not implemented" at construction. A BYOB reader
+ * is requested too, since that is what a byte stream is for. Asked once per page: the first
+ * byte stream a page makes costs ~3 ms of the main thread in Chromium (measured here), so
+ * loadCore asks in an idle period (js/core.js), before a response needs the answer.
  */
 export function byteStreamsWork() {
-  try {
-    new ReadableStream({ type: 'bytes' }).getReader({ mode: 'byob' }).releaseLock();
-    return true;
-  } catch {
-    return false;
+  if (byteStreams === undefined) {
+    try {
+      new ReadableStream({ type: 'bytes' }).getReader({ mode: 'byob' }).releaseLock();
+      byteStreams = true;
+    } catch {
+      byteStreams = false;
+    }
   }
+  return byteStreams;
 }
+let byteStreams;
 
 /**
  * `res` with its body passing through `sink`. Fail-open by construction: everything that can
@@ -51,10 +57,10 @@ export function byteStreamsWork() {
  * untouched and the caller hands it to the app as it came.
  * @param {Response} res  a response with a body
  * @param {Sink} sink
- * @param {boolean} bytes  byteStreamsWork()
  * @returns {Response}
  */
-export function passThrough(res, sink, bytes) {
+export function passThrough(res, sink) {
+  const bytes = byteStreamsWork();
   const p = pump(sink);
   const body = new ReadableStream(p.source(bytes), { highWaterMark: 0 });
   const out = new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });

@@ -12,7 +12,7 @@
 // goes straight to the measuring wrapper.
 
 import { Tap, takeSlot, giveSlot } from './tap.js';
-import { passThrough, byteStreamsWork, outcomeOf } from './body.js';
+import { passThrough, outcomeOf } from './body.js';
 import { target, sentTraceparent } from './fetch.js';
 import { SKIP } from './match.js';
 import { OK } from '../codes.js';
@@ -36,7 +36,6 @@ import { OK } from '../codes.js';
 export function earlyFetch(nativeFetch, match, base, defer) {
   let later = null; // after ready: the wrapper, or the native fetch
   const open = new Set(); // taps not yet adopted
-  let bytes; // byteStreamsWork(), asked at the first early request
   return {
     fetch: function fetch(input, init) {
       if (later) return later.call(globalThis, input, init);
@@ -46,10 +45,7 @@ export function earlyFetch(nativeFetch, match, base, defer) {
       let tap = null;
       try {
         const [url, method] = target(input, init, base());
-        if (match(url, method) !== SKIP && takeSlot()) {
-          bytes ??= byteStreamsWork();
-          tap = new Tap(url, method, t, sentTraceparent(input, init), bytes);
-        }
+        if (match(url, method) !== SKIP && takeSlot()) tap = new Tap(url, method, t, sentTraceparent(input, init));
       } catch {
         tap = null; // arguments the native fetch will reject as it does without us
       }
@@ -75,7 +71,7 @@ export function earlyFetch(nativeFetch, match, base, defer) {
             return res;
           }
           try {
-            return passThrough(res, tap, bytes);
+            return passThrough(res, tap);
           } catch {
             tap.live(null); // nothing of the app's was touched: it gets `res` as it came
             return res;

@@ -15,7 +15,7 @@
 import { begun, end, forget } from './requests.js';
 import { OK, UNSEEN } from '../codes.js';
 import { SKIP, ALWAYS } from './match.js';
-import { passThrough, byteStreamsWork, outcomeOf } from './body.js';
+import { passThrough, outcomeOf } from './body.js';
 
 /**
  * Makes the wrapper.
@@ -24,14 +24,13 @@ import { passThrough, byteStreamsWork, outcomeOf } from './body.js';
  * @returns {typeof fetch}
  */
 export function makeFetch(cap, nativeFetch) {
-  const bytes = byteStreamsWork();
   return function fetch(input, init) {
     const m = cap.core.fenced((core) => {
       const [url, method] = target(input, init, cap.base());
       return begin(cap, core, url, method, performance.now(), null, input, init);
     }, null);
     if (!m) return nativeFetch.call(globalThis, input, init);
-    return follow(cap, m, nativeFetch.apply(globalThis, m.args || [input, init]), bytes);
+    return follow(cap, m, nativeFetch.apply(globalThis, m.args || [input, init]));
   };
 }
 
@@ -78,9 +77,9 @@ function begin(cap, core, url, method, t, sentTp, input, init) {
 }
 
 /** The response of begun request `m`, measured; a failure ends its record and goes on. */
-function follow(cap, m, sent, bytes) {
+function follow(cap, m, sent) {
   return sent.then(
-    (res) => onResponse(cap, m, res, bytes, performance.now()),
+    (res) => onResponse(cap, m, res, performance.now()),
     (err) => {
       end(cap, m.h, outcomeOf(err));
       throw err;
@@ -145,7 +144,7 @@ function headerLines(headers) {
   return s;
 }
 
-function onResponse(cap, { h, any, args }, res, bytes, t) {
+function onResponse(cap, { h, any, args }, res, t) {
   if (args) {
     try {
       held.set(res, args);
@@ -162,7 +161,7 @@ function onResponse(cap, { h, any, args }, res, bytes, t) {
       end(cap, h, OK);
       return res;
     }
-    return passThrough(res, liveSink(cap, h), bytes);
+    return passThrough(res, liveSink(cap, h));
   }, res);
 }
 
@@ -210,7 +209,7 @@ export function adoptTap(cap, tap) {
     }
     if (!tap.res) {
       // No response yet: it is measured when it comes, as any other.
-      tap.adopted = { response: (res, t) => onResponse(cap, m, res, tap.bytes, t), failed: (outcome, t) => end(cap, h, outcome, t) };
+      tap.adopted = { response: (res, t) => onResponse(cap, m, res, t), failed: (outcome, t) => end(cap, h, outcome, t) };
       return true;
     }
     if (!respond(cap, core, h, any, tap.res, tap.headersAt)) return false;

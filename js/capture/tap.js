@@ -41,14 +41,12 @@ export class Tap {
    * @param {string} method
    * @param {number} t  when the app called fetch
    * @param {string} tp  the traceparent the request carried ('' for none)
-   * @param {boolean} bytes  body.js byteStreamsWork()
    */
-  constructor(url, method, t, tp, bytes) {
+  constructor(url, method, t, tp) {
     this.url = url;
     this.method = method;
     this.t = t;
     this.tp = tp;
-    this.bytes = bytes;
     /** @type {Response | null} the response as the network gave it */
     this.res = null;
     this.headersAt = 0;

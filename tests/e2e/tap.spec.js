@@ -24,7 +24,7 @@ function response(sizes) {
   return new Response(body, { headers: { 'content-type': 'text/event-stream' } });
 }
 const expected = (n) => Uint8Array.from({ length: n }, (_, k) => k % 251);
-const tap = () => new Tap('https://chat.example/v1/chat', 'POST', 1, '', true);
+const tap = () => new Tap('https://chat.example/v1/chat', 'POST', 1, '');
 
 /** Reads `res` with a default reader (the clients' way: the fast path after the first read). */
 async function readDefault(res) {
@@ -45,7 +45,7 @@ const concat = (parts) => {
 test('keeps the first 4096 chunks and stops at the next, noting when; the app gets every byte', async () => {
   const t = tap();
   const sizes = Array(5000).fill(3);
-  const got = await readDefault(passThrough(response(sizes), t, true));
+  const got = await readDefault(passThrough(response(sizes), t));
   expect(concat(got)).toEqual(expected(15000));
   expect(t.kept.length / 4).toBe(MAX_KEPT_CHUNKS);
   expect(t.keptBytes).toBe(3 * MAX_KEPT_CHUNKS);
@@ -56,7 +56,7 @@ test('keeps the first 4096 chunks and stops at the next, noting when; the app ge
 
 test('keeps at most 256 KiB: the chunk that does not fit ends the keeping', async () => {
   const t = tap();
-  const got = await readDefault(passThrough(response(Array(300).fill(1000)), t, true));
+  const got = await readDefault(passThrough(response(Array(300).fill(1000)), t));
   expect(concat(got)).toEqual(expected(300_000));
   expect(t.keptBytes).toBe(1000 * Math.floor(MAX_KEPT_BYTES / 1000));
   expect(t.over).toBeGreaterThan(0);
