@@ -51,6 +51,19 @@ pub fn origin_of(url: &str) -> &str {
     split(url).0
 }
 
+/// The host of an absolute URL: the origin without scheme, user info and port ("" when
+/// there is none). The browser's URL parser has already lower-cased it.
+pub fn host_of(url: &str) -> &str {
+    let origin = origin_of(url);
+    let authority = origin.get(origin.find("://").map_or(origin.len(), |i| i + 3)..).unwrap_or("");
+    let host = authority.rsplit('@').next().unwrap_or("");
+    // A port follows the last `:`, unless that is inside an IPv6 literal (`[::1]`).
+    match host.rfind(':') {
+        Some(i) if !host.ends_with(']') => host.get(..i).unwrap_or(""),
+        _ => host,
+    }
+}
+
 /// `url` without query and fragment.
 pub fn strip_query(url: &str) -> &str {
     let (origin, path, _) = split(url);
@@ -158,6 +171,17 @@ mod tests {
         assert_eq!(origin_of("https://a.b?y"), "https://a.b");
         assert_eq!(strip_query("https://a.b/x?y=1#z"), "https://a.b/x");
         assert_eq!(strip_query("https://a.b/x#z?q"), "https://a.b/x");
+    }
+
+    #[test]
+    fn hosts() {
+        assert_eq!(host_of("https://api.openai.com/v1/chat/completions"), "api.openai.com");
+        assert_eq!(host_of("https://u:p@a.b:8443/x?y"), "a.b");
+        assert_eq!(host_of("http://127.0.0.1:8080"), "127.0.0.1");
+        assert_eq!(host_of("http://[::1]:8080/x"), "[::1]");
+        assert_eq!(host_of("http://[::1]/x"), "[::1]");
+        assert_eq!(host_of("/relative/path"), "");
+        assert_eq!(host_of(""), "");
     }
 
     #[test]
