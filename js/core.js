@@ -82,6 +82,7 @@ export async function loadCore(opts, nativeFetch, core) {
       sampled: session.sampled,
       budgets: Object.entries(opts.budgets),
       collect: !!opts.collector, // records also go out for the beacon queue (deliver/queue.js)
+      models: opts.models.map((r) => [r.match, r.model ?? null, r.provider ?? null]),
     };
     core.attach(new WasmCoreClass(JSON.stringify(config)));
     return session;
