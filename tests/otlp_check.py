@@ -40,7 +40,7 @@ TYPES = {"string": "string_value", "int": "int_value", "double": "double_value",
 
 
 def check_registry(path, req):
-    """Errors (a list of strings) and non-member enum values ({key: value}) of the payload's
+    """Errors (a list of strings) and non-member enum values ({key: [values]}) of the payload's
     span attributes against the registry file."""
     with open(path, encoding="utf-8") as f:
         reg = {a["key"]: a for a in yaml.safe_load(f)["attributes"]}
@@ -65,8 +65,8 @@ def check_registry(path, req):
                     elif ty == "string[]" and any(v.WhichOneof("value") != "string_value" for v in a.value.array_value.values):
                         errors.append(f"{s.name}: {a.key} holds a non-string")
                     elif members is not None and a.value.string_value not in members:
-                        custom[a.key] = a.value.string_value
-    return errors, custom
+                        custom.setdefault(a.key, set()).add(a.value.string_value)
+    return errors, {k: sorted(v) for k, v in custom.items()}
 
 
 def main():
