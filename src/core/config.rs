@@ -8,7 +8,7 @@ use crate::core::stalls::DEFAULT_STALL_THRESHOLD_MS;
 use crate::core::util::decimal::parse_decimal;
 use crate::core::util::json_read::{self, Json};
 use crate::core::util::text::{name, truncate};
-use crate::core::util::url::{origin_of, push_route, split};
+use crate::core::util::url::{contains, origin_of, push_route, split};
 
 /// Recorded URLs and pages are cut here: the collector refuses longer strings (2048 bytes),
 /// and a beacon with one such record would be refused whole.
@@ -158,7 +158,7 @@ impl Config {
 
     /// The app's `models` rule for a request to `url` (absolute), if one matches.
     pub fn model_rule(&self, url: &str) -> Option<&ModelRule> {
-        self.models.iter().find(|r| url.contains(r.matches.as_str()))
+        self.models.iter().find(|r| contains(url, &r.matches))
     }
 
     /// A request's `url` as its record carries it: the origin, the path as `push_route` has it

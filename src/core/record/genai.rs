@@ -14,7 +14,7 @@
 
 use crate::core::config::Config;
 use crate::core::request::timeline::Timeline;
-use crate::core::util::url::{host_of, split};
+use crate::core::util::url::split;
 
 /// The providers' API hosts, with the conventions' well-known `gen_ai.provider.name` values:
 /// `(host prefix, host domain, provider)`. A host matches when it is the domain or ends with it
@@ -47,15 +47,17 @@ pub const PROVIDERS: [(&str, &str, &str); 20] = [
     ("", "api.moonshot.cn", "moonshot_ai"),
 ];
 
-/// The provider of a request to `url` (absolute), by `PROVIDERS`.
+/// The provider of a request to `url` (absolute), by `PROVIDERS`. The host is what follows
+/// the origin's `//`; with a port (never on these APIs) nothing matches.
 pub fn provider_of_host(url: &str) -> Option<&'static str> {
-    let host = host_of(url);
+    let (origin, path, _) = split(url);
+    let host = origin.get(origin.bytes().rposition(|b| b == b'/').map_or(0, |i| i + 1)..).unwrap_or("");
     let &(_, _, provider) = PROVIDERS.iter().find(|(prefix, domain, _)| {
-        let before = host.len().checked_sub(domain.len()).and_then(|i| i.checked_sub(1)).and_then(|i| host.as_bytes().get(i));
-        host.starts_with(prefix) && host.ends_with(domain) && (host.len() == domain.len() || matches!(before, Some(b'.' | b'-')))
+        let boundary = host.strip_suffix(domain).map(|r| matches!(r.bytes().last(), None | Some(b'.' | b'-')));
+        host.starts_with(prefix) && boundary == Some(true)
     })?;
     // On Azure AI Foundry's hosts, `/openai/…` is the Azure OpenAI API.
-    if provider == "azure.ai.inference" && split(url).1.starts_with("/openai/") {
+    if provider == "azure.ai.inference" && path.starts_with("/openai/") {
         return Some("azure.ai.openai");
     }
     Some(provider)

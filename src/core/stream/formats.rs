@@ -32,9 +32,10 @@
 //!
 //! The model that answered (the record's `model`): the first non-empty one the stream names —
 //! `openai-chat`: each chunk's `model`; `openai-responses`: `response.model` (from
-//! `response.created` on); `anthropic`: `message_start` → `message.model`; `ndjson`: each line's
-//! `model` (Ollama, OpenAI-shaped lines). AI SDK UI streams, the data stream and text carry
-//! none. Held to the name bound (`util::text::name`); never read from anything else (the
+//! `response.created` on, `response.completed` too); `anthropic`: `message_start` →
+//! `message.model`; `ndjson`: each line's `model` (Ollama, OpenAI-shaped lines). AI SDK UI
+//! streams, the data stream and text carry none. (An EventSource shows the SDK only the named
+//! events the app listens for: one that skips `message_start` hides Anthropic's model.) Held to the name bound (`util::text::name`); never read from anything else (the
 //! prompt is not seen at all).
 
 use crate::core::util::json_read::{self, Json};
@@ -275,6 +276,8 @@ impl Classifier {
                             t.reasoning = chars(r.delta)
                         }
                         "response.completed" | "response.incomplete" => {
+                            // (An EventSource app may listen to this one only.)
+                            self.note_model(r.response.and_then(|v| v.get("model")));
                             c.done = true;
                             c.usage_output_tokens =
                                 r.response.and_then(|v| v.path(&["usage", "output_tokens"])).and_then(Json::as_u32);

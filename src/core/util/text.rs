@@ -29,21 +29,25 @@ pub fn truncate(s: &str, max: usize) -> &str {
 /// `None` when nothing is left. Takes chars (a JSON string's, unescaped on the fly), so a
 /// megabyte-long value costs `MAX_NAME` chars of memory, never more.
 pub fn name(chars: impl Iterator<Item = char>) -> Option<String> {
+    // ASCII whitespace only (Unicode's table would cost the wasm for nothing: any other char
+    // becomes `_` anyway). Whitespace inside becomes `_` once a non-space follows it.
     let mut out = String::new();
-    for c in chars.skip_while(|c| c.is_whitespace()).take(MAX_NAME) {
-        // Whitespace as ' ' for now: trailing whitespace is trimmed below, inner becomes `_`.
+    let mut spaces = 0;
+    for c in chars.skip_while(char::is_ascii_whitespace).take(MAX_NAME) {
+        if c.is_ascii_whitespace() {
+            spaces += 1;
+            continue;
+        }
+        for _ in 0..spaces {
+            out.push('_');
+        }
+        spaces = 0;
         out.push(match c {
             'a'..='z' | 'A'..='Z' | '0'..='9' | '-' | '.' | '_' | ':' | '/' | '@' | '+' => c,
-            c if c.is_whitespace() => ' ',
             _ => '_',
         });
     }
-    let kept = out.trim_end().len();
-    out.truncate(kept);
-    if out.is_empty() {
-        return None;
-    }
-    Some(out.replace(' ', "_"))
+    (!out.is_empty()).then_some(out)
 }
 
 #[cfg(test)]
