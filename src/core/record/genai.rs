@@ -25,7 +25,7 @@ pub const PROVIDERS: [(&str, &str, &str); 20] = [
     ("", "api.openai.com", "openai"),
     ("", "api.anthropic.com", "anthropic"),
     // Azure OpenAI: `<resource>.openai.azure.com`; Azure AI Foundry's hosts serve both Azure
-    // OpenAI (`/openai/…` paths, see `provider`) and the Azure AI model inference API.
+    // OpenAI (`/openai/…` paths, see `provider_of_host`) and the Azure AI model inference API.
     ("", "openai.azure.com", "azure.ai.openai"),
     ("", "services.ai.azure.com", "azure.ai.inference"),
     ("", "cognitiveservices.azure.com", "azure.ai.inference"),
