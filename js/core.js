@@ -72,18 +72,25 @@ export async function loadCore(opts, nativeFetch, core) {
     compiled.catch(() => {}); // awaited below; a failure there is reported once, not as unhandled
     const glue = import('./glue.js');
     glue.catch(() => {});
-    // What costs the main thread a few ms the first time in a page — the tab session's
-    // sessionStorage read (a synchronous round trip to the browser process: 1–30 ms in
-    // Chromium, 7.7 ms median here) and the first byte stream (byteStreamsWork: ~3 ms) — waits
-    // for an idle period once the wasm's response is in and compiling off the main thread, so
-    // that none of it runs while the page has work to do (issue 27: the app's responses and
-    // chunks come first; what it requests meanwhile is tapped).
+    // The core's arrival is main-thread work — the first byte stream (byteStreamsWork: ~3 ms in
+    // Chromium), the tab session's sessionStorage read (a synchronous round trip to the browser
+    // process: 1–30 ms, 7.7 ms median here), the instantiation, and V8's compilation of each wasm
+    // function on its first call (lazy: up to ~14 ms for the largest here). Each step waits for
+    // an idle period of its own, once the wasm's response is in and compiling off the main
+    // thread, so that none runs while the page has work to do and the app's responses and chunks
+    // get in between (issue 27; what the app requests meanwhile is tapped).
     await arrived.catch(() => {});
     await idle();
     byteStreamsWork();
+    await idle();
     const session = tabSession(opts.sampleRate);
     const { default: instantiate, Core } = await glue;
-    await instantiate({ module_or_path: await compiled });
+    const module = await compiled;
+    await idle();
+    await instantiate({ module_or_path: module });
+    await idle();
+    warmUp(Core);
+    await idle();
     // One configuration object, read by the core (src/core/config.rs Config::from_json).
     const config = {
       pageOrigin: globalThis.location ? globalThis.location.origin : '',
@@ -95,12 +102,32 @@ export async function loadCore(opts, nativeFetch, core) {
       sampled: session.sampled,
       budgets: Object.entries(opts.budgets),
       collect: !!opts.collector, // records also go out for the beacon queue (deliver/queue.js)
+      models: opts.models.map((r) => [r.match, r.model ?? null, r.provider ?? null]),
     };
     core.attach(new Core(JSON.stringify(config)));
     return session;
   } catch (e) {
     warn('measurement disabled: the wasm core did not load', e);
     return false;
+  }
+}
+
+/**
+ * Runs one made-up answer through a throwaway Core: V8 compiles a wasm function the first time
+ * it is called, on the calling thread, so the calls on the path of every answer (begin,
+ * response, chunk, end, take_records, and the record encoder behind them) are compiled here, in
+ * an idle period, rather than when the app's first answer arrives. Nothing of it is kept.
+ */
+function warmUp(Core) {
+  const w = new Core('{"sampled":true}');
+  try {
+    const h = w.begin('http://localhost/', 'POST', 0, 0, new Uint8Array(32), -1);
+    w.response(h, 1, 200, 'content-type:text/event-stream\n', false);
+    w.chunk(h, 2, new TextEncoder().encode('data: {"choices":[{"delta":{"content":"Hi"}}]}\n\ndata: [DONE]\n\n'), 2);
+    w.end(h, 3, 0);
+    w.take_records();
+  } finally {
+    w.free();
   }
 }
 

@@ -103,6 +103,16 @@ export interface RumOptions {
    */
   urlTemplates?: UrlTemplate[];
   /**
+   * Which model and provider answer requests to some URLs, for what the stream cannot say: a
+   * stream that names no model (AI SDK UI streams, NDJSON without `model`, text), and the
+   * provider behind the app's own backend (only API hosts such as `api.openai.com` name one by
+   * themselves). The first entry whose `match` is a substring of the absolute URL applies. A
+   * model the stream names wins over `model` here (`record.modelSource`); `provider` here wins
+   * over the host's. Names are held to 128 chars of letters, digits and `-._:/@+` (anything
+   * else becomes `_`). Strings only: matched in the core, which has no RegExp. Default [].
+   */
+  models?: ModelRule[];
+  /**
    * Where to load the wasm from (e.g. the URL a bundler's file loader gives for
    * `llm-rum/llm_rum_bg.wasm`). Default: next to the module, a URL webpack, Vite, Parcel and
    * Next.js rewrite to the file they emit; where it cannot be fetched, an inline copy. A
@@ -118,6 +128,20 @@ export interface UrlTemplate {
   match: string | RegExp;
   /** The path recorded instead (starts with '/'; no query or fragment). */
   template: string;
+}
+
+/** `{ match: '/api/chat', model: 'gpt-4o', provider: 'openai' }` (see `RumOptions.models`). */
+export interface ModelRule {
+  /** A substring of the request's absolute URL (`'/api/chat'`, `'https://llm.internal/'`). */
+  match: string;
+  /** The model requests there ask for (`gen_ai.request.model`), for streams that name none. */
+  model?: string;
+  /**
+   * Who serves them: preferably one of OpenTelemetry GenAI's well-known
+   * `gen_ai.provider.name` values (`openai`, `anthropic`, `azure.ai.openai`, `aws.bedrock`,
+   * `gcp.vertex_ai`, …), or the app's own name for it.
+   */
+  provider?: string;
 }
 
 /** Marks, as offsets in ms from `start` (null when the moment did not happen). */
@@ -287,6 +311,24 @@ export interface RumRecord {
    */
   outcome: 'ok' | 'aborted' | 'error' | 'partial';
   format: 'openai-chat' | 'openai-responses' | 'anthropic' | 'ai-sdk-ui' | 'ndjson' | 'text' | 'unknown';
+  /**
+   * The model that answered, as the stream names it (Chat Completions chunks' `model`,
+   * Responses' `response.model`, Anthropic's `message_start` `message.model`, NDJSON lines'
+   * `model`); for a stream that names none, the `models` option's for the URL; else null.
+   * Never taken from the prompt. At most 128 chars of letters, digits and `-._:/@+` (others
+   * become `_`). Not user content, but `beforeSend` may drop it like anything else.
+   */
+  model: string | null;
+  /** Where `model` came from: the stream itself, or the `models` option (null: no model). */
+  modelSource: 'stream' | 'config' | null;
+  /**
+   * Who served it, as OpenTelemetry GenAI's `gen_ai.provider.name`: the `models` option's for
+   * the URL, else the API host's well-known value (`api.openai.com` → `openai`,
+   * `api.anthropic.com` → `anthropic`, `*.openai.azure.com` → `azure.ai.openai`, Bedrock →
+   * `aws.bedrock`, …; README "OpenTelemetry GenAI conventions"); null for any other host —
+   * the app's own backend included, whatever format it relays.
+   */
+  provider: string | null;
   /** False when a line exceeded the parser's bounded buffer (content metrics incomplete). */
   understood: boolean;
   /** The stream's own end marker was seen ([DONE], message_stop, ...). */

@@ -17,6 +17,7 @@ const DEFAULTS = {
   stripQuery: true,
   templateIds: true,
   urlTemplates: [],
+  models: [],
   wasmUrl: null,
   traceparentQueryParam: null,
   nativePaintTimes: true,
@@ -84,6 +85,12 @@ export function normalize(options) {
     // A template is a path: it replaces the URL's path (no query or fragment in it).
     (v) => Array.isArray(v) && v.every((t) => t && (typeof t.match === 'string' || t.match instanceof RegExp) && /^\/[^?#]*$/.test(t.template)),
     "expected [{ match: string | RegExp, template: '/path/:id' }]",
+  );
+  take(
+    'models',
+    // Matched in the core (src/core/config.rs), which has no RegExp: strings only.
+    (v) => Array.isArray(v) && v.every((r) => r && typeof r.match === 'string' && r.match !== '' && ['model', 'provider'].every((k) => r[k] == null || typeof r[k] === 'string')),
+    "expected [{ match: '/api/chat', model?: string, provider?: string }]",
   );
   take('wasmUrl', (v) => v === null || ((typeof v === 'string' || v instanceof URL) && parses(v)), 'expected a URL');
   take('observe', (v) => v === null || v === false || typeof v === 'string' || (typeof Node === 'function' && v instanceof Node), "expected an element, a selector, 'auto' or false");

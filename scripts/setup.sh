@@ -68,9 +68,10 @@ if [ ! -d tests/toolchains/node_modules/next ] || [ tests/toolchains/package-loc
 fi
 
 # The OTLP exporter's test parses payloads with the official opentelemetry-proto definitions
-# (Python, from PyPI), in a private virtualenv.
-if [ ! -x .tools/venv/bin/python ] || ! .tools/venv/bin/python -c 'import opentelemetry.proto' 2>/dev/null; then
-  say "installing opentelemetry-proto (PyPI) into .tools/venv"
+# and reads the semantic conventions' registry subset (tests/fixtures/genai-registry.yaml) with
+# PyYAML (Python, from PyPI), in a private virtualenv.
+if [ ! -x .tools/venv/bin/python ] || ! .tools/venv/bin/python -c 'import opentelemetry.proto, yaml' 2>/dev/null; then
+  say "installing opentelemetry-proto and PyYAML (PyPI) into .tools/venv"
   python3 -m venv .tools/venv
-  .tools/venv/bin/pip install -q --disable-pip-version-check opentelemetry-proto
+  .tools/venv/bin/pip install -q --disable-pip-version-check opentelemetry-proto pyyaml
 fi

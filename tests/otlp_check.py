@@ -1,6 +1,11 @@
 """Validates an OTLP/HTTP JSON payload against the official opentelemetry-proto definitions.
 
 Reads the payload on stdin; prints a JSON summary of the parsed request on stdout.
+With `--registry FILE` (tests/fixtures/genai-registry.yaml: semantic-convention definitions),
+also checks every span attribute of a namespace the file defines (`gen_ai.*`, `server.*`,
+`error.*`): its key must be defined there (no invented `gen_ai.*` names) and its value of the
+defined type (string, int, double, boolean, string[]; an enum is a string, its well-known
+values listed in the summary's `custom` when a value is not one of them).
 OTLP/JSON writes trace and span ids as hex (not the base64 of protobuf's standard JSON
 mapping: https://opentelemetry.io/docs/specs/otlp/#json-protobuf-encoding), so they are
 converted first, exactly as an OTLP receiver does; everything else must parse as is, with
@@ -9,6 +14,8 @@ unknown fields rejected.
 import base64
 import json
 import sys
+
+import yaml
 
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -26,6 +33,40 @@ def hex_ids_to_base64(node):
     elif isinstance(node, list):
         for item in node:
             hex_ids_to_base64(item)
+
+
+# Registry types → the AnyValue field an attribute of that type is sent in.
+TYPES = {"string": "string_value", "int": "int_value", "double": "double_value", "boolean": "bool_value", "string[]": "array_value"}
+
+
+def check_registry(path, req):
+    """Errors (a list of strings) and non-member enum values ({key: [values]}) of the payload's
+    span attributes against the registry file."""
+    with open(path, encoding="utf-8") as f:
+        reg = {a["key"]: a for a in yaml.safe_load(f)["attributes"]}
+    spaces = {k.split(".")[0] + "." for k in reg}
+    errors, custom = [], {}
+    for rs in req.resource_spans:
+        for ss in rs.scope_spans:
+            for s in ss.spans:
+                for a in s.attributes:
+                    if not any(a.key.startswith(p) for p in spaces):
+                        continue
+                    d = reg.get(a.key)
+                    if d is None:
+                        errors.append(f"{s.name}: {a.key} is not defined by the conventions")
+                        continue
+                    ty = d["type"]
+                    members = [m["value"] for m in ty["members"]] if isinstance(ty, dict) else None
+                    want = "string_value" if members is not None else TYPES[ty]
+                    got = a.value.WhichOneof("value")
+                    if got != want:
+                        errors.append(f"{s.name}: {a.key} is a {got}, the conventions say {ty if members is None else 'string (enum)'}")
+                    elif ty == "string[]" and any(v.WhichOneof("value") != "string_value" for v in a.value.array_value.values):
+                        errors.append(f"{s.name}: {a.key} holds a non-string")
+                    elif members is not None and a.value.string_value not in members:
+                        custom.setdefault(a.key, set()).add(a.value.string_value)
+    return errors, {k: sorted(v) for k, v in custom.items()}
 
 
 def main():
@@ -51,7 +92,13 @@ def main():
                         "status": s.status.code,
                     }
                 )
-    print(json.dumps({"resource": resource, "scope": rs.scope_spans[0].scope.name, "spans": spans}))
+    out = {"resource": resource, "scope": rs.scope_spans[0].scope.name, "spans": spans}
+    if "--registry" in sys.argv:
+        errors, custom = check_registry(sys.argv[sys.argv.index("--registry") + 1], req)
+        if errors:
+            sys.exit("not as the semantic conventions define:\n" + "\n".join(errors))
+        out["custom"] = custom
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":

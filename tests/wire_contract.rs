@@ -9,7 +9,7 @@
 mod common;
 
 use common::{chunk, finished, outgoing};
-use llm_rum::core::config::{Budget, Config};
+use llm_rum::core::config::{Budget, Config, ModelRule};
 use llm_rum::core::request::kinds::{Outcome as End, PAINT_AUTO, PAINT_NONE, PAINT_OBSERVED};
 use llm_rum::core::session::{Handle, Session};
 use serde::de::{self, Deserializer, Visitor};
@@ -40,6 +40,12 @@ struct RumRecord {
     status: u16,
     outcome: Outcome,
     format: Format,
+    #[serde(deserialize_with = "nullable")]
+    model: Option<String>,
+    #[serde(deserialize_with = "nullable")]
+    model_source: Option<ModelSource>,
+    #[serde(deserialize_with = "nullable")]
+    provider: Option<String>,
     understood: bool,
     complete: bool,
     start_epoch_ms: f64,
@@ -313,6 +319,13 @@ enum Format {
 
 #[derive(Debug, Deserialize, PartialEq, Eq, PartialOrd, Ord, Clone, Copy)]
 #[serde(rename_all = "lowercase")]
+enum ModelSource {
+    Stream,
+    Config,
+}
+
+#[derive(Debug, Deserialize, PartialEq, Eq, PartialOrd, Ord, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
 enum PaintSource {
     Observed,
     Auto,
@@ -448,10 +461,10 @@ enum Unseen {
     End,
 }
 
-/// The string literals of a union type: `'ok' | 'aborted'` → {ok, aborted}.
+/// The string literals of a union type: `'ok' | 'aborted'` → {ok, aborted} (`| null` is not one).
 fn literals(decl: &BTreeMap<String, Vec<Member>>, iface: &str, member: &str) -> BTreeSet<String> {
     let ty = &decl[iface].iter().find(|m| m.name == member).unwrap_or_else(|| panic!("{iface}.{member}")).ty;
-    ty.split('|').map(|s| s.trim().trim_matches('\'').to_string()).collect()
+    ty.split('|').map(|s| s.trim()).filter(|s| *s != "null").map(|s| s.trim_matches('\'').to_string()).collect()
 }
 
 #[test]
@@ -487,6 +500,7 @@ fn the_mirror_and_index_d_ts_declare_the_same_keys_and_values() {
         ("RumRecord", "format", names::<Format>()),
         ("RumRecord", "outputTokensSource", names::<OutputTokensSource>()),
         ("RumRecord", "paintSource", names::<PaintSource>()),
+        ("RumRecord", "modelSource", names::<ModelSource>()),
         ("Stall", "cause", names::<Cause>()),
     ] {
         assert_eq!(literals(&d, iface, member), mirror, "{iface}.{member}: js/index.d.ts vs the mirror");
@@ -522,6 +536,7 @@ fn session(budgets: &[(&str, f64)]) -> Session {
         page_origin: ORIGIN.into(),
         propagate: vec!["https://api.example".into()],
         budgets: budgets.iter().map(|(m, l)| Budget { metric: (*m).into(), limit: *l }).collect(),
+        models: vec![ModelRule { matches: "/api/chat".into(), model: Some("app-model".into()), provider: Some("app-backend".into()) }],
         ..Config::default()
     })
 }
@@ -567,7 +582,8 @@ fn records() -> Vec<String> {
     let h = s.begin("https://chat.example/v1/chat", "get", 0.0, 1.7e12, &random(4));
     s.end(h, 5.0, End::Error);
     // Every format, and a line too long for the parser (understood: false).
-    let anthropic = b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hm\"}}\n\n\
+    let anthropic = b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"claude-sonnet-4-5\"}}\n\n\
+event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hm\"}}\n\n\
 event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n\
 event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{\"output_tokens\":2}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
     fetch(&mut s, 5, "https://chat.example/v1/messages", 200, "text/event-stream", &[anthropic], End::Ok);
@@ -585,6 +601,9 @@ event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{
     s.adopt_traceparent(h, TP);
     s.end(h, 1.0, End::Error);
     fetch(&mut s, 13, "https://api.example/v1/chat", 200, "text/event-stream", &openai, End::Ok);
+    // A provider's own API host, its stream naming the model.
+    let named = b"data: {\"model\":\"gpt-4o-2024-08-06\",\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [DONE]\n\n";
+    fetch(&mut s, 21, "https://api.openai.com/v1/chat/completions", 200, "text/event-stream", &[named], End::Ok);
     // Behind a buffering, compressing proxy: the answer in one read at the end (upstream
     // buffered, with hints); the same length streamed (not buffered).
     let many: String = (0..12).map(|i| chunk(&format!("w{i} "))).collect();
@@ -692,6 +711,21 @@ fn every_record_the_core_encodes_reads_into_the_mirror() {
     assert_eq!(seen.1.len(), names::<Format>().len(), "{:?}", seen.1);
     assert_eq!(seen.2.len(), names::<TraceSource>().len(), "{:?}", seen.2);
     assert_eq!(seen.3.len(), names::<Transport>().len(), "{:?}", seen.3);
+}
+
+/// `model`, `modelSource`, `provider`: the stream's model, else the app's rule; the app's
+/// provider, else the host's; null otherwise.
+#[test]
+fn records_name_the_model_and_provider() {
+    let recs: Vec<serde_json::Value> = records().iter().map(|t| serde_json::from_str(t).unwrap()).collect();
+    let one = |url: &str| {
+        let r = recs.iter().find(|r| r["url"] == url).unwrap_or_else(|| panic!("no record for {url}"));
+        (r["model"].as_str(), r["modelSource"].as_str(), r["provider"].as_str())
+    };
+    assert_eq!(one("https://api.openai.com/v1/chat/completions"), (Some("gpt-4o-2024-08-06"), Some("stream"), Some("openai")));
+    assert_eq!(one("https://chat.example/v1/messages"), (Some("claude-sonnet-4-5"), Some("stream"), None), "the app's own backend: no provider");
+    assert_eq!(one("https://chat.example/api/chat"), (Some("app-model"), Some("config"), Some("app-backend")), "AI SDK UI names none: the app's rule");
+    assert_eq!(one("https://chat.example/text"), (None, None, None));
 }
 
 /// Walks a record by the .d.ts declarations: every declared member is seen with a value in

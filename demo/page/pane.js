@@ -17,8 +17,15 @@ export async function startPane(kind, answer, collector, post) {
   // A record belongs to the newest ask whose request started before it (an answer still
   // streaming when Ask is clicked again must not be filed under the new ask).
   const askOf = (record) => (starts.findLast(([, t]) => t <= record.startEpochMs + 1) || [0])[0];
-  // patchGlobals off: the demo page's own requests (background load) stay unmeasured.
-  const rum = await init({ collector, patchGlobals: false, onRecord: (record) => post({ type: 'record', ask: askOf(record), record }) });
+  // patchGlobals off: the demo page's own requests (background load) stay unmeasured. The
+  // scripted server is this app's own backend: the stream names its model (per scenario), but
+  // only the app can say whose it is (`models`; a name of its own, the conventions allow one).
+  const rum = await init({
+    collector,
+    patchGlobals: false,
+    models: [{ match: '/v1/chat/completions', provider: 'llm-rum-demo' }],
+    onRecord: (record) => post({ type: 'record', ask: askOf(record), record }),
+  });
   let mo = null;
   return async (m) => {
     ask = m.ask;

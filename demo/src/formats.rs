@@ -55,6 +55,12 @@ impl Format {
         }
     }
 
+    /// Whether the stream names its model (Chat Completions chunks, Responses' response
+    /// object, Anthropic's `message_start`, Ollama's NDJSON lines); AI SDK UI and text do not.
+    pub fn names_model(self) -> bool {
+        !matches!(self, Format::AiSdkUi | Format::Text)
+    }
+
     /// Whether the format is Server-Sent Events (pings and `id:` lines apply only to those).
     pub fn is_sse(self) -> bool {
         !matches!(self, Format::Ndjson | Format::Text)

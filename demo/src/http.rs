@@ -362,10 +362,14 @@ async fn generation(
     if let Err(e) = sc.apply(params) {
         return bad_request(&rec, &e);
     }
-    let model_name = ask.model.split('?').next().unwrap_or("default").to_string();
+    let model_name = match &sc.served_model {
+        Some(m) => m.clone(),
+        None => ask.model.split('?').next().unwrap_or("default").to_string(),
+    };
     rec.update(|t| {
         t.stream = ask.stream;
         t.format = Some(sc.format.name());
+        t.model = (ask.stream && sc.status.is_none() && sc.format.names_model()).then(|| model_name.clone());
         t.scenario = Some(sc.to_json());
     });
     if let Some(status) = sc.status {

@@ -16,6 +16,8 @@ pub const MAX_MS: f64 = 600_000.0;
 pub const MAX_STALLS: usize = 1_000;
 /// The largest `proxy_buffer` (bytes held before a write).
 pub const MAX_PROXY_BUFFER: u64 = 16 << 20;
+/// The longest `served_model` (bytes): room for the SDK's bound tests, far past any real id.
+pub const MAX_SERVED_MODEL: usize = 64 << 10;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scenario {
@@ -81,6 +83,11 @@ pub struct Scenario {
     pub proxy_buffer: Option<u64>,
     /// Send `X-Accel-Buffering: <value>` (`no` asks nginx not to buffer this response).
     pub accel_buffering: Option<bool>,
+    /// The model the stream names (`served_model=`), where the format carries one; default:
+    /// the requested model as asked (without `?parameters`), as OpenAI-compatible servers echo
+    /// it. A provider may answer under another name than the one asked (`gpt-4o` →
+    /// `gpt-4o-2024-08-06`); the tests also send odd and oversized names through it.
+    pub served_model: Option<String>,
 }
 
 impl Scenario {
@@ -115,6 +122,7 @@ impl Scenario {
             events_per_write: 1,
             proxy_buffer: None,
             accel_buffering: None,
+            served_model: None,
         };
         match name {
             "fast" => (s.prefill_ms, s.gap_ms, s.tokens) = (20.0, 5.0, 60),
@@ -225,6 +233,12 @@ impl Scenario {
                         _ => return Err(format!("accel_buffering must be no or yes, not {v:?}")),
                     }
                 }
+                "served_model" => {
+                    if v.len() > MAX_SERVED_MODEL {
+                        return Err(format!("served_model is longer than {MAX_SERVED_MODEL} bytes"));
+                    }
+                    self.served_model = Some(v.clone());
+                }
                 _ => {}
             }
         }
@@ -293,6 +307,7 @@ impl Scenario {
             "split_ms": self.split_ms, "pings": self.pings, "ping_ms": self.ping_ms, "ids": self.ids,
             "events_per_write": self.events_per_write, "proxy_buffer": self.proxy_buffer,
             "accel_buffering": self.accel_buffering.map(|b| if b { "yes" } else { "no" }),
+            "served_model": self.served_model,
         })
     }
 }

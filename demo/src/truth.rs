@@ -87,6 +87,8 @@ pub struct Truth {
     pub endpoint: &'static str,
     pub stream: bool,
     pub format: Option<&'static str>,
+    /// The model the stream names (null: the format names none, or no stream).
+    pub model: Option<String>,
     pub status: u16,
     /// The received `traceparent` header, verbatim, or null.
     pub traceparent: Option<String>,
@@ -371,6 +373,7 @@ pub fn blank(id: String, method: &str, path: &str, endpoint: &'static str) -> Tr
         endpoint,
         stream: false,
         format: None,
+        model: None,
         status: 200,
         traceparent: None,
         traceparent_valid: false,

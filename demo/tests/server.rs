@@ -703,3 +703,48 @@ async fn through_a_real_nginx() {
     assert!(o.len() >= 2 && spread >= 110.0, "event by event: {o:?} over {spread} ms");
     assert_eq!(off.header("x-accel-buffering"), None, "nginx consumes X-Accel-*");
 }
+
+/// Each streaming format names its model where the real provider's does, as asked or as
+/// `served_model=` says; the ground truth says which (null where the format names none).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_name_the_model() {
+    let srv = start(&[], 1);
+    let a = srv.addrs[0].as_str();
+    let body = r#"{"model":"gpt-4o-mini","messages":[],"stream":true}"#;
+    for (format, served, marker) in [
+        ("openai-chat", None, "\"model\":\"gpt-4o-mini\""),
+        ("openai-chat", Some("gpt-4o-2024-08-06"), "\"model\":\"gpt-4o-2024-08-06\""),
+        ("openai-responses", Some("gpt-5"), "\"model\":\"gpt-5\""),
+        ("anthropic", Some("claude-sonnet-4-5"), "\"model\":\"claude-sonnet-4-5\""),
+        ("ndjson", Some("qwen3:8b"), "\"model\":\"qwen3:8b\""),
+        ("ai-sdk-ui", Some("unused"), ""),
+    ] {
+        let id = format!("model-{format}-{}", served.unwrap_or("asked"));
+        let q = match served {
+            Some(m) => format!("format={format}&tokens=3&gap_ms=1&prefill_ms=1&served_model={m}&test_id={id}"),
+            None => format!("format={format}&tokens=3&gap_ms=1&prefill_ms=1&test_id={id}"),
+        };
+        let r = request(a, "POST", &format!("/v1/chat/completions?{q}"), &[], body).await;
+        assert_eq!(r.status, 200);
+        let text = String::from_utf8(r.body()).unwrap();
+        let t = request(a, "GET", &format!("/__truth?test_id={id}&wait_ms=5000"), &[], "").await.json();
+        if marker.is_empty() {
+            assert!(!text.contains("\"model\""), "{format} names no model: {text}");
+            assert!(t["model"].is_null());
+        } else {
+            assert!(text.contains(marker), "{format}: {marker} in {text}");
+            assert_eq!(t["model"], served.unwrap_or("gpt-4o-mini"), "{format}");
+        }
+    }
+    // Odd and oversized names go out as given (JSON-escaped), for the SDK's bound tests;
+    // past 64 KiB (a name in the body's `model?…` parameters) the scenario is refused.
+    let odd = "%3Cb%3Egpt%204o%3C%2Fb%3E";
+    let r = request(a, "POST", &format!("/v1/chat/completions?tokens=1&served_model={odd}&test_id=model-odd"), &[], body).await;
+    assert!(String::from_utf8(r.body()).unwrap().contains("\"model\":\"<b>gpt 4o</b>\""));
+    let long = |n: usize| format!(r#"{{"model":"default?tokens=1&served_model={}","stream":true}}"#, "m".repeat(n));
+    let r = request(a, "POST", "/v1/chat/completions", &[], &long(60_000)).await;
+    assert_eq!(r.status, 200);
+    assert!(String::from_utf8(r.body()).unwrap().contains(&"m".repeat(60_000)));
+    let r = request(a, "POST", "/v1/chat/completions", &[], &long(70_000)).await;
+    assert_eq!(r.status, 400);
+}

@@ -7,6 +7,12 @@
 // One span per request: its span id is the one sent in `traceparent`, so the server's spans
 // are its children. Child spans for the client-side stages; span events for first token,
 // first paint and each stall.
+//
+// Names: OpenTelemetry's where the conventions define one — HTTP client (`http.*`, `url.*`,
+// `server.*`, `error.type`) and GenAI (`gen_ai.*`, open-telemetry/semantic-conventions-genai,
+// status Development: an inference span's attributes; tests/fixtures/genai-registry.yaml is
+// the subset checked) — and `llm_rum.*` for what they do not (paint, render delay, stalls,
+// delivery). README "OpenTelemetry GenAI conventions" lists both.
 
 const CLIENT = 3; // SpanKind.SPAN_KIND_CLIENT
 const ERROR = 2; // Status.STATUS_CODE_ERROR
@@ -21,10 +27,15 @@ const value = (v) =>
       ? { boolValue: v }
       : Array.isArray(v)
         ? { arrayValue: { values: v.map(value) } }
-        : Number.isInteger(v)
-          ? { intValue: String(v) }
-          : { doubleValue: v };
+        : typeof v === 'object'
+          ? v // already an AnyValue (`seconds`)
+          : Number.isInteger(v)
+            ? { intValue: String(v) }
+            : { doubleValue: v };
 const attr = (key, v) => ({ key, value: value(v) });
+
+/** Milliseconds → a double of seconds (a whole number of seconds is still a double). */
+const seconds = (ms) => (typeof ms == 'number' ? { doubleValue: ms / 1000 } : null);
 
 /** Attributes for the defined values only. */
 const attrs = (pairs) => pairs.filter(([, v]) => v !== null && v !== undefined).map(([k, v]) => attr(k, v));
@@ -39,9 +50,13 @@ function spans(r, templated) {
   const end = m.end ?? m.lastToken ?? 0;
   // The path as recorded (not re-parsed: URL() would percent-encode a `{id}` template).
   let path = r.url;
+  let host = null;
+  let port = null;
   try {
-    const { origin } = new URL(r.url);
-    if (path.startsWith(origin)) path = path.slice(origin.length).split(/[?#]/)[0] || '/';
+    const u = new URL(r.url);
+    if (path.startsWith(u.origin)) path = path.slice(u.origin.length).split(/[?#]/)[0] || '/';
+    host = u.hostname;
+    port = Number(u.port) || (u.protocol === 'https:' ? 443 : 80);
   } catch {
     /* keep the url */
   }
@@ -71,7 +86,24 @@ function spans(r, templated) {
       ['url.full', r.url],
       ['url.template', template],
       ['http.response.status_code', r.status || null],
+      ['server.address', host],
+      ['server.port', port],
+      // HTTP's rule (the status code as a string); `_OTHER` for a network error or a
+      // provider's in-band error event.
+      ['error.type', r.outcome === 'error' ? (r.status >= 400 ? String(r.status) : '_OTHER') : null],
+      // GenAI: every record is a streamed answer; the model that answered (the stream named
+      // it) or the one the app says its requests ask for (`models` option: modelSource
+      // 'config'); the provider as the core found it (null → left out, not guessed).
+      ['gen_ai.operation.name', 'chat'],
+      ['gen_ai.provider.name', r.provider],
+      [r.modelSource === 'config' ? 'gen_ai.request.model' : 'gen_ai.response.model', r.model],
+      ['gen_ai.request.stream', true],
+      // In seconds, as the convention says: our `ttft` (the first content-bearing chunk),
+      // measured in the page — which `llm_rum.measured_in` says (the conventions have no
+      // attribute for where a client measured).
+      ['gen_ai.response.time_to_first_chunk', seconds(r.ttft)],
       ['gen_ai.usage.output_tokens', r.outputTokens],
+      ['llm_rum.measured_in', 'browser'],
       ['llm_rum.record_id', r.id],
       ['llm_rum.outcome', r.outcome],
       ['llm_rum.format', r.format],

@@ -7,8 +7,8 @@ use alloc::{string::String, vec::Vec};
 use crate::core::stalls::DEFAULT_STALL_THRESHOLD_MS;
 use crate::core::util::decimal::parse_decimal;
 use crate::core::util::json_read::{self, Json};
-use crate::core::util::text::truncate;
-use crate::core::util::url::{origin_of, push_route, split};
+use crate::core::util::text::{name, truncate};
+use crate::core::util::url::{contains, origin_of, push_route, split};
 
 /// Recorded URLs and pages are cut here: the collector refuses longer strings (2048 bytes),
 /// and a beacon with one such record would be refused whole.
@@ -19,6 +19,18 @@ pub const MAX_URL: usize = 1024;
 pub struct Budget {
     pub metric: String,
     pub limit: f64,
+}
+
+/// The app's word on which model and provider answer requests to some URLs (the `models`
+/// option): for streams that name no model (AI SDK UI, text, the app's own formats) and for
+/// the app's own backend, whose provider no host rule can know.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelRule {
+    /// A substring of the request's URL (absolute; as `urlTemplates` strings match).
+    pub matches: String,
+    /// Bounded like a streamed model name (`util::text::name`).
+    pub model: Option<String>,
+    pub provider: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -44,6 +56,8 @@ pub struct Config {
     /// `Session::take_records` for the facade's beacon queue (js/deliver/queue.js); without
     /// one they go to `onRecord` only.
     pub collect: bool,
+    /// `models`: the first rule whose `matches` is in the URL applies.
+    pub models: Vec<ModelRule>,
 }
 
 impl Default for Config {
@@ -58,6 +72,7 @@ impl Default for Config {
             sampled: true,
             correlation: Vec::new(),
             collect: false,
+            models: Vec::new(),
         }
     }
 }
@@ -81,12 +96,13 @@ impl Config {
     /// `{"pageOrigin": "https://chat.example", "propagate": ["https://api.example/v1/"],
     /// "correlation": ["x-request-id"], "stallThresholdMs": 250, "stripQuery": true,
     /// "templateIds": true, "sampled": true, "budgets": [["ttft", 800], ["itl.p95", 150]],
-    /// "collect": true}`. A member that is missing or of another type keeps its default
+    /// "collect": true, "models": [["/api/chat", "gpt-4o", "openai"], ["https://x.example/", null,
+    /// "anthropic"]]}`. A member that is missing or of another type keeps its default
     /// (`collect` false: no collector).
     pub fn from_json(json: &str) -> Config {
         let mut cfg = Config::default();
         let Some(root) = json_read::parse(json) else { return cfg };
-        let [origin, propagate, correlation, threshold, strip, template_ids, sampled, budgets, collect] = root.fields([
+        let [origin, propagate, correlation, threshold, strip, template_ids, sampled, budgets, collect, models] = root.fields([
             "pageOrigin",
             "propagate",
             "correlation",
@@ -96,6 +112,7 @@ impl Config {
             "sampled",
             "budgets",
             "collect",
+            "models",
         ]);
         cfg.page_origin = origin.map(text).unwrap_or_default();
         cfg.propagate = texts(propagate);
@@ -121,7 +138,18 @@ impl Config {
         if let Some(b) = collect.and_then(Json::as_bool) {
             cfg.collect = b;
         }
+        for rule in models.into_iter().flat_map(Json::items) {
+            let mut it = rule.items();
+            let (Some(matches), model, provider) = (it.next().map(text).filter(|m| !m.is_empty()), it.next(), it.next()) else { continue };
+            let bounded = |v: Option<Json<'_>>| v.and_then(|v| name(v.chars()));
+            cfg.models.push(ModelRule { matches, model: bounded(model), provider: bounded(provider) });
+        }
         cfg
+    }
+
+    /// The app's `models` rule for a request to `url` (absolute), if one matches.
+    pub fn model_rule(&self, url: &str) -> Option<&ModelRule> {
+        self.models.iter().find(|r| contains(url, &r.matches))
     }
 
     /// A request's `url` as its record carries it: the origin, the path as `push_route` has it
@@ -226,6 +254,28 @@ mod tests {
         assert!(d.template_ids, "ids templated by default");
         let e = Config::from_json(r#"{"templateIds":false,"collect":1}"#);
         assert!(!e.template_ids && !e.collect, "mistyped: the default");
+        assert!(d.models.is_empty());
+    }
+
+    #[test]
+    fn model_rules() {
+        let c = Config::from_json(
+            r#"{"models":[["/api/chat","gpt-4o","openai"],["https://llm.internal/",null,"my \"llm\""],["", "x", "y"],["/only-model","claude-sonnet-4-5"],[],"junk",["/x","   ",""]]}"#,
+        );
+        let rule = |m: &str, model: Option<&str>, provider: Option<&str>| ModelRule { matches: m.into(), model: model.map(Into::into), provider: provider.map(Into::into) };
+        assert_eq!(
+            c.models,
+            [
+                rule("/api/chat", Some("gpt-4o"), Some("openai")),
+                rule("https://llm.internal/", None, Some("my__llm_")),
+                rule("/only-model", Some("claude-sonnet-4-5"), None),
+                rule("/x", None, None),
+            ],
+            "an empty `match` would match everything: dropped; names bounded like streamed ones"
+        );
+        assert_eq!(c.model_rule("https://chat.example/api/chat").map(|r| r.model.as_deref()), Some(Some("gpt-4o")));
+        assert_eq!(c.model_rule("https://llm.internal/v1/chat").and_then(|r| r.provider.as_deref()), Some("my__llm_"));
+        assert!(c.model_rule("https://chat.example/api/other").is_none());
     }
 
     #[test]

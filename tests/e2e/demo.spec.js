@@ -66,6 +66,8 @@ test('the demo makes its point: buffered waits for everything, streamed paints a
     expect(r.marks.interaction).toBeGreaterThan(-1000);
     expect(r.marks.firstPaint).not.toBeNull();
     expect(queueOf(r)).toBeLessThan(50); // 4 panes, 4 generation slots: nobody queues
+    // The scenario's model, as the stream names it; the provider from the page's `models`.
+    expect([r.model, r.modelSource, r.provider]).toEqual(['demo-steady', 'stream', 'llm-rum-demo']);
   }
   // Buffered: the first word appears with the last, so perceived TTFT ≈ perceived total.
   expect(Math.abs(buffered.perceivedTtft - buffered.perceivedTotal)).toBeLessThanOrEqual(FRAME_TOL);

@@ -142,7 +142,7 @@ test('ttft, gaps, the scripted stall and the server trace match the ground truth
 // Named events reach only the listeners for their type (never onmessage): the SDK sees the
 // types the app subscribes to. ai-sdk-ui sends unnamed events (onmessage only).
 for (const [format, types, closeOn] of [
-  ['anthropic', ['content_block_delta', 'message_stop'], 'message_stop'],
+  ['anthropic', ['message_start', 'content_block_delta', 'message_stop'], 'message_stop'],
   ['openai-responses', ['response.output_text.delta', 'response.completed'], 'response.completed'],
   ['ai-sdk-ui', [], null],
 ]) {
@@ -153,6 +153,9 @@ for (const [format, types, closeOn] of [
     expect(rec.outcome).toBe('ok');
     expect(rec.complete).toBe(true);
     expect(rec.contentEvents).toBe(t.content_tokens);
+    // The model the stream names (as asked: `default`; AI SDK UI names none).
+    expect(t.model).toBe(format === 'ai-sdk-ui' ? null : 'default');
+    expect(rec.model).toBe(t.model);
     expect(rec.chunks).toBe(events.length);
     expect(rec.itl.n).toBe(writes.length - 1);
     expect(rec.stalls.count).toBe(0);

@@ -163,6 +163,8 @@ const INIT_CASES = [
     warn: /measurement disabled: init failed/,
   },
   { name: 'a collector that is not a URL', setup: `window.__opts = { collector: 'http://[bad' };`, measured: true, warn: /ignoring bad option collector/ },
+  // Matched in the core, which has no RegExp: strings only, said once, the rest kept.
+  { name: 'a models rule that matches by RegExp', setup: `window.__opts = { models: [{ match: /chat/, model: 'gpt-4o' }] };`, measured: true, warn: /ignoring bad option models/ },
   {
     name: 'a window.fetch that cannot be replaced',
     setup: `Object.defineProperty(window, 'fetch', { value: window.fetch, writable: false, configurable: false });`,

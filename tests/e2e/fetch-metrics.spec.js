@@ -167,14 +167,20 @@ for (const coi of [false, true]) {
   });
 }
 
+// The model the server names, odd and oversized: kept as 128 chars of letters, digits and
+// `-._:/@+` (src/core/util/text.rs `name`), the rest `_`.
+const ODD_MODEL = 'gpt-4o <b>' + 'é'.repeat(3) + 'x'.repeat(200);
+const ODD_MODEL_KEPT = 'gpt-4o__b____' + 'x'.repeat(115);
+
 // Each provider's event shapes, from the same server: format detection, content events,
-// multi-byte characters split across chunks (split=1), keep-alive pings not counted.
+// multi-byte characters split across chunks (split=1), keep-alive pings not counted, the
+// model the stream names (where the format names one).
 for (const format of ['openai-chat', 'openai-responses', 'anthropic', 'ai-sdk-ui', 'ndjson', 'text']) {
   test(`format ${format}: detected, content counted, timed against the server`, async ({ page }) => {
     await openPage(page);
     await page.evaluate(async () => (await import('/helpers.js')).startRum({ match: '/v1/' }));
     await chat(page, 'prefill_ms=5&gap_ms=5&tokens=5'); // warm-up
-    const { rec, truth: t, textChars: chars } = await chat(page, `format=${format}&prefill_ms=100&gap_ms=25&tokens=24&split=1&pings=1`);
+    const { rec, truth: t, textChars: chars } = await chat(page, `format=${format}&prefill_ms=100&gap_ms=25&tokens=24&split=1&pings=1&served_model=${encodeURIComponent(ODD_MODEL)}`);
     // With split=1 an event goes out in two writes; an event is complete (and counted) with
     // its second part. Plain text is content as soon as one character decodes, which may be
     // the first part: its ttft lies between the two.
@@ -182,6 +188,10 @@ for (const format of ['openai-chat', 'openai-responses', 'anthropic', 'ai-sdk-ui
     expect(rec.format).toBe(format);
     expect(rec.outcome).toBe('ok');
     expect(rec.bytes).toBe(t.body_bytes);
+    // The app's own backend (no `models` rule): no provider, whatever format it relays.
+    const names = !['ai-sdk-ui', 'text'].includes(format);
+    expect(t.model).toBe(names ? ODD_MODEL : null);
+    expect([rec.model, rec.modelSource, rec.provider]).toEqual(names ? [ODD_MODEL_KEPT, 'stream', null] : [null, null, null]);
     expect(rec.stalls.count).toBe(0);
     // A single first token can wait for scheduling on this machine (see the main test):
     // the bound here is a sanity bound; accuracy is the main test's job.

@@ -9,6 +9,7 @@ use crate::core::config::Config;
 use crate::core::util::hex::push_hex;
 use crate::core::util::json_write::JsonWriter;
 use crate::core::record::budgets::metric_value;
+use crate::core::record::genai::model_info;
 use crate::core::record::seen::Seen;
 use crate::core::request::kinds::{paint_source_name, UNSEEN_END, UNSEEN_FIRST_PAINT};
 use crate::core::request::kinds::Via;
@@ -76,6 +77,15 @@ pub fn encode(tl: &Timeline, cfg: &Config, clock_step_ms: f64, out: &mut JsonWri
     w.str(tl.outcome.map(|o| o.as_str()).unwrap_or("partial"));
     w.key("format");
     w.str(tl.format());
+    // Which model answered, and whose it is (record/genai.rs).
+    let g = model_info(tl, cfg);
+    for (k, v) in [("model", g.model), ("modelSource", g.source), ("provider", g.provider)] {
+        w.key(k);
+        match v {
+            Some(v) => w.str(v),
+            None => w.null(),
+        }
+    }
     w.key("understood");
     w.bool(tl.understood());
     w.key("complete");

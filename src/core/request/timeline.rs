@@ -541,6 +541,10 @@ impl Timeline {
             None => "unknown",
         }
     }
+    /// The model the stream named (`stream/formats.rs` says where each format names it).
+    pub fn model(&self) -> Option<&str> {
+        self.decoder.as_ref().and_then(StreamDecoder::model)
+    }
     /// False when a line overflowed the bounded buffer (content metrics incomplete).
     pub fn understood(&self) -> bool {
         self.decoder.as_ref().is_none_or(|d| !d.overflowed())

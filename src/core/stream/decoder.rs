@@ -164,6 +164,11 @@ impl StreamDecoder {
         self.classifier.tail.as_ref()
     }
 
+    /// The model the stream named (`Classifier::model`).
+    pub fn model(&self) -> Option<&str> {
+        self.classifier.model()
+    }
+
     /// One SSE message already framed by the browser (EventSource): classified by this
     /// decoder's own classifier, so format detection and content rules are the fetch path's.
     pub fn sse_message(&mut self, event_type: &str, data: &str) -> Content {
@@ -353,7 +358,7 @@ event: message_stop\n\
 data: {\"type\":\"message_stop\"}\n\n";
 
     const RESPONSES: &str = "event: response.created\n\
-data: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"in_progress\",\"output\":[],\"usage\":null}}\n\n\
+data: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"in_progress\",\"model\":\"gpt-5-2025-08-07\",\"output\":[],\"usage\":null}}\n\n\
 event: response.in_progress\n\
 data: {\"type\":\"response.in_progress\",\"sequence_number\":1,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"in_progress\",\"usage\":null}}\n\n\
 event: response.output_item.added\n\
@@ -457,6 +462,66 @@ data: [DONE]\n\n";
         assert_eq!((c.reasoning_events, c.reasoning_chars), (1, 2));
         assert_eq!(c.usage_output_tokens, Some(3));
         assert!(c.done);
+    }
+
+    /// The model a body names, delivered whole and cut at every byte.
+    fn model_of(ct: &str, ai: bool, body: &[u8]) -> Option<String> {
+        let whole = |chunks: &[&[u8]]| {
+            let mut d = StreamDecoder::new(ct, ai);
+            for c in chunks {
+                d.feed(c);
+            }
+            d.finish();
+            d.model().map(String::from)
+        };
+        let want = whole(&[body]);
+        for i in 0..=body.len() {
+            assert_eq!(whole(&[&body[..i], &body[i..]]), want, "cut at {i}");
+        }
+        want
+    }
+
+    #[test]
+    fn the_model_each_format_names() {
+        let sse = "text/event-stream";
+        assert_eq!(model_of(sse, false, OPENAI_CHAT.as_bytes()).as_deref(), Some("gpt-4o"));
+        assert_eq!(model_of(sse, false, ANTHROPIC.as_bytes()).as_deref(), Some("claude-sonnet-4-20250514"));
+        assert_eq!(model_of(sse, false, RESPONSES.as_bytes()).as_deref(), Some("gpt-5-2025-08-07"));
+        assert_eq!(model_of("application/x-ndjson", false, OLLAMA.as_bytes()).as_deref(), Some("qwen3"));
+        let openai_ndjson = "{\"model\":\"llama-3.1-8b\",\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n";
+        assert_eq!(model_of("application/x-ndjson", false, openai_ndjson.as_bytes()).as_deref(), Some("llama-3.1-8b"));
+        // Formats that carry none.
+        assert_eq!(model_of(sse, false, AI_SDK_UI.as_bytes()), None);
+        assert_eq!(model_of(sse, true, AI_SDK_UI.as_bytes()), None);
+        assert_eq!(model_of("text/plain", true, b"0:\"Hi\"\nd:{\"finishReason\":\"stop\"}\n"), None);
+        assert_eq!(model_of("text/plain", false, b"model: gpt-4o says hi"), None);
+        assert_eq!(model_of("", false, b"data: {\"model\":\"x\",\"text\":\"no known format\"}\n\n"), None);
+        // A key named `model` elsewhere is not the model: inside a delta, or an Anthropic
+        // event other than message_start.
+        let nested = "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\",\"model\":\"nested\"}}]}\n\n";
+        assert_eq!(model_of(sse, false, nested.as_bytes()), None);
+        let late = "event: message_delta\ndata: {\"type\":\"message_delta\",\"message\":{\"model\":\"late\"},\"usage\":{\"output_tokens\":2}}\n\n";
+        assert_eq!(model_of(sse, false, late.as_bytes()), None);
+    }
+
+    #[test]
+    fn the_first_model_named_is_kept_bounded() {
+        let chunk = |model: &str| ["data: {\"model\":", model, ",\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n"].concat();
+        let body = |models: &[&str]| models.iter().map(|m| chunk(m)).collect::<String>();
+        let sse = "text/event-stream";
+        // Empty, null and non-string values are skipped; the first real one stays.
+        assert_eq!(model_of(sse, false, body(&["\"\"", "null", "42", "{\"id\":\"o\"}", "\"  gpt-4o \"", "\"gpt-4o-mini\""]).as_bytes()).as_deref(), Some("gpt-4o"));
+        // Odd chars: escapes decoded, then anything outside the charset is `_`.
+        assert_eq!(model_of(sse, false, body(&["\"<b>gpt\\u00e9 4o</b>\\n\""]).as_bytes()).as_deref(), Some("_b_gpt__4o_/b_"));
+        // Oversized: cut at MAX_NAME chars (the line itself stays under the decoder's bound).
+        let long = ["\"", &"m".repeat(100_000), "\""].concat();
+        let mut d = StreamDecoder::new(sse, false);
+        d.feed(body(&[&long]).as_bytes());
+        assert_eq!(d.model(), Some("m".repeat(crate::core::util::text::MAX_NAME).as_str()));
+        // EventSource messages take the same rules.
+        let mut d = StreamDecoder::new(sse, false);
+        d.sse_message("message", "{\"model\":\"gpt-4.1\",\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}");
+        assert_eq!(d.model(), Some("gpt-4.1"));
     }
 
     #[test]

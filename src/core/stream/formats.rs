@@ -29,11 +29,21 @@
 //! In every format: `{"type":"error"}` or a non-null top-level `error` member → `error_event`,
 //! and data `[DONE]` → done. The format is detected from the first event that identifies it
 //! and then kept.
+//!
+//! The model that answered (the record's `model`): the first non-empty one the stream names —
+//! `openai-chat`: each chunk's `model`; `openai-responses`: `response.model` (from
+//! `response.created` on, `response.completed` too); `anthropic`: `message_start` →
+//! `message.model`; `ndjson`: each line's `model` (Ollama, OpenAI-shaped lines). AI SDK UI
+//! streams, the data stream and text carry none. (An EventSource shows the SDK only the named
+//! events the app listens for: one that skips `message_start` hides Anthropic's model.) Held to the name bound (`util::text::name`); never read from anything else (the
+//! prompt is not seen at all).
 
 use crate::core::util::json_read::{self, Json};
 use crate::core::stream::content::Content;
 use crate::core::stream::tail::TextTail;
 use crate::core::stream::utf8::count_chars;
+use crate::core::util::text::name;
+use alloc::string::String;
 
 /// The content rule that applied to a stream; `as_str` gives the record's `format` value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,6 +79,8 @@ pub struct Classifier {
     format: Format,
     /// The answer text's tail for paint probes (`tail.rs`), when an element is observed.
     pub tail: Option<TextTail>,
+    /// The model the stream named first (bounded), once it has.
+    model: Option<String>,
 }
 
 /// Char count of a JSON string value; 0 for absent / null / non-string.
@@ -143,14 +155,16 @@ struct Root<'a> {
     delta: Option<Json<'a>>,
     text_delta: Option<Json<'a>>,
     response: Option<Json<'a>>,
+    model: Option<Json<'a>>,
+    message: Option<Json<'a>>,
 }
 
-const ROOT_KEYS: [&str; 8] = ["type", "choices", "object", "error", "usage", "delta", "textDelta", "response"];
+const ROOT_KEYS: [&str; 10] = ["type", "choices", "object", "error", "usage", "delta", "textDelta", "response", "model", "message"];
 
 impl<'a> Root<'a> {
-    fn from(f: [Option<Json<'a>>; 8]) -> (Root<'a>, Option<&'a str>) {
-        let [ty, choices, object, error, usage, delta, text_delta, response] = f;
-        (Root { choices, object, error, usage, delta, text_delta, response }, ty.and_then(Json::str_raw))
+    fn from(f: [Option<Json<'a>>; 10]) -> (Root<'a>, Option<&'a str>) {
+        let [ty, choices, object, error, usage, delta, text_delta, response, model, message] = f;
+        (Root { choices, object, error, usage, delta, text_delta, response, model, message }, ty.and_then(Json::str_raw))
     }
     /// (members, the JSON `type`) of an already parsed value.
     fn read(root: Json<'a>) -> (Root<'a>, Option<&'a str>) {
@@ -207,7 +221,19 @@ fn openai_chat<'a>(r: &Root<'a>, t: &mut Tally<'a>, c: &mut Content) {
 
 impl Classifier {
     pub fn new(initial: Format) -> Self {
-        Classifier { format: initial, tail: None }
+        Classifier { format: initial, tail: None, model: None }
+    }
+
+    /// The model the stream named (see the module's rules), once it has.
+    pub fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+
+    /// Keeps `v` as the model when it is the first non-empty one (a string; bounded).
+    fn note_model(&mut self, v: Option<Json<'_>>) {
+        if self.model.is_none() {
+            self.model = v.and_then(|v| name(v.chars()));
+        }
     }
 
     /// One SSE message. Detects the format from the first JSON events when still unknown.
@@ -240,19 +266,26 @@ impl Classifier {
                     return c;
                 }
                 match self.format {
-                    Format::OpenAiChat => openai_chat(&r, &mut t, &mut c),
+                    Format::OpenAiChat => {
+                        self.note_model(r.model);
+                        openai_chat(&r, &mut t, &mut c)
+                    }
                     Format::OpenAiResponses => match ty {
                         "response.output_text.delta" | "response.refusal.delta" => t.text(r.delta),
                         "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => {
                             t.reasoning = chars(r.delta)
                         }
                         "response.completed" | "response.incomplete" => {
+                            // (An EventSource app may listen to this one only.)
+                            self.note_model(r.response.and_then(|v| v.get("model")));
                             c.done = true;
                             c.usage_output_tokens =
                                 r.response.and_then(|v| v.path(&["usage", "output_tokens"])).and_then(Json::as_u32);
                         }
                         "response.failed" => c.error_event = true,
-                        _ => {}
+                        // `response.created` opens every Responses stream with the response
+                        // object (its `model` included); `in_progress` repeats it.
+                        _ => self.note_model(r.response.and_then(|v| v.get("model"))),
                     },
                     Format::Anthropic => match ty {
                         "content_block_delta" => {
@@ -267,6 +300,7 @@ impl Classifier {
                             c.usage_output_tokens = r.usage.and_then(|u| u.get("output_tokens")).and_then(Json::as_u32)
                         }
                         "message_stop" => c.done = true,
+                        "message_start" => self.note_model(r.message.and_then(|m| m.get("model"))),
                         _ => {}
                     },
                     Format::AiSdkUi => {
@@ -302,13 +336,16 @@ impl Classifier {
             Some(root) => Root::read(root),
             None => Root::read(Json::default()),
         };
+        if root.is_some() {
+            self.note_model(r.model);
+        }
         match root {
             Some(_) if is_error(&r, ty.unwrap_or("")) => {
                 c.error_event = true;
             }
             Some(_) if r.choices.is_some() => openai_chat(&r, &mut t, &mut c),
             Some(root) if ["message", "response", "thinking", "done"].iter().any(|k| root.get(k).is_some()) => {
-                let msg = root.get("message");
+                let msg = r.message;
                 t.text(msg.and_then(|m| m.get("content")));
                 t.text(root.get("response"));
                 t.reasoning = chars(msg.and_then(|m| m.get("thinking"))) + chars(root.get("thinking"));

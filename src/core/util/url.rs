@@ -51,6 +51,12 @@ pub fn origin_of(url: &str) -> &str {
     split(url).0
 }
 
+/// Whether `part` occurs in `s` (a byte scan: `str::contains` with a &str pattern brings its
+/// two-way searcher into the wasm; the strings here are a URL and a short rule).
+pub fn contains(s: &str, part: &str) -> bool {
+    part.is_empty() || s.as_bytes().windows(part.len()).any(|w| w == part.as_bytes())
+}
+
 /// `url` without query and fragment.
 pub fn strip_query(url: &str) -> &str {
     let (origin, path, _) = split(url);
@@ -158,6 +164,14 @@ mod tests {
         assert_eq!(origin_of("https://a.b?y"), "https://a.b");
         assert_eq!(strip_query("https://a.b/x?y=1#z"), "https://a.b/x");
         assert_eq!(strip_query("https://a.b/x#z?q"), "https://a.b/x");
+    }
+
+    #[test]
+    fn substrings() {
+        assert!(contains("https://chat.example/api/chat", "/api/chat"));
+        assert!(contains("https://chat.example/api/chat", "https://chat.example/"));
+        assert!(!contains("https://chat.example/api/cha", "/api/chat"));
+        assert!(contains("é/x", "/x") && contains("", "") && !contains("", "a"));
     }
 
     #[test]
