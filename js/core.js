@@ -75,10 +75,11 @@ export async function loadCore(opts, nativeFetch, core) {
     // The core's arrival is main-thread work — the first byte stream (byteStreamsWork: ~3 ms in
     // Chromium), the tab session's sessionStorage read (a synchronous round trip to the browser
     // process: 1–30 ms, 7.7 ms median here), the instantiation, and V8's compilation of each wasm
-    // function on its first call (lazy: up to ~14 ms for the largest here). Each step waits for
-    // an idle period of its own, once the wasm's response is in and compiling off the main
-    // thread, so that none runs while the page has work to do and the app's responses and chunks
-    // get in between (issue 27; what the app requests meanwhile is tapped).
+    // function on its first call (lazy: up to ~14 ms for the largest here). Each step is a task
+    // of its own at background priority (`idle`), once the wasm's response is in and compiling
+    // off the main thread, so that none runs while the page has something more urgent to do and
+    // the app's responses and chunks get in between (issue 27; what the app requests meanwhile
+    // is tapped).
     await arrived.catch(() => {});
     await idle();
     byteStreamsWork();
@@ -132,20 +133,26 @@ function warmUp(Core) {
 }
 
 /**
- * Resolves in the page's next idle period (requestIdleCallback), or after IDLE_WAIT_MS at the
- * latest (a page busy for longer still gets its core); where there is no requestIdleCallback
- * (Safari), in the next task.
+ * Resolves once the page has nothing more urgent to run: a background-priority task
+ * (`scheduler.postTask`, Prioritized Task Scheduling: it runs after every pending task of user-
+ * visible priority — the app's network callbacks, input, rendering — with no wait for an idle
+ * period); where that is missing (Safari), an idle period (requestIdleCallback, at most
+ * IDLE_WAIT_MS away: a page busy for longer still gets its core soon); else the next task.
  */
 function idle() {
   return new Promise((resolve) => {
     try {
-      requestIdleCallback(() => resolve(), { timeout: IDLE_WAIT_MS });
+      scheduler.postTask(resolve, { priority: 'background' });
     } catch {
-      setTimeout(resolve, 0);
+      try {
+        requestIdleCallback(() => resolve(), { timeout: IDLE_WAIT_MS });
+      } catch {
+        setTimeout(resolve, 0);
+      }
     }
   });
 }
-const IDLE_WAIT_MS = 500;
+const IDLE_WAIT_MS = 100;
 
 /** The page's one compile: every init() (React's StrictMode makes two) shares it. */
 let compiling = null;

@@ -26,6 +26,11 @@ export async function startPane(kind, answer, collector, post) {
     models: [{ match: '/v1/chat/completions', provider: 'llm-rum-demo' }],
     onRecord: (record) => post({ type: 'record', ask: askOf(record), record }),
   });
+  // The demo is about what each answer shows, from its very first Ask: the pane says it is
+  // ready once the core is in. (An app need not wait: what it does before is measured from a
+  // tap — README, "Before the core is in" — but text painted before the core came has no first
+  // paint on record.)
+  await rum.ready;
   let mo = null;
   return async (m) => {
     ask = m.ask;

@@ -11,6 +11,9 @@ test('openai-node with fetch: rum.fetch streams unchanged and is measured agains
   expect(await page.textContent('#status')).toBe('ready');
   // The client cannot add query parameters: the scenario rides in the model name.
   await page.evaluate(() => window.ready.then(() => window.ask('default?prefill_ms=5&gap_ms=5&tokens=5'))); // warm-up
+  // With the core in: a request made before it goes out without our traceparent (the core
+  // decides that: issue 27), and this one checks the trace link.
+  expect(await page.evaluate(() => window.rum.ready)).toBe(true);
   const out = await page.evaluate(() => window.ask('default?prefill_ms=150&gap_ms=25&tokens=30&stall_at=15&stall_ms=300'));
   // The record is finished when the body ends, which may be just after the client's loop.
   await page.waitForFunction((n) => window.records.length >= n, 2, { timeout: 5000 });

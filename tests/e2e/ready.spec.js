@@ -34,11 +34,12 @@ test('init() resolves before the core is in; a stream requested then is measured
     const calledAt = performance.now();
     const sent = fetch(`/v1/stream?tokens=8&gap_ms=10&prefill_ms=100&test_id=${id}`);
     const sentAt = performance.now();
+    // Read as an app reads, whether the core is in yet or not.
+    const { bytes, times } = await h.readAll(await sent);
     const ok = await rum.ready;
-    const { bytes } = await h.readAll(await sent);
     const rec = await h.waitRecord((r) => r.url.endsWith('/v1/stream'));
     const start = rec.startEpochMs - performance.timeOrigin;
-    return { initMs, before, ok, calledAt, sentAt, start, rec, chars: h.openAiChars(bytes) };
+    return { initMs, before, ok, calledAt, sentAt, start, rec, chars: h.openAiChars(bytes), firstRead: times[0] };
   }, id);
   // Resolved before the wasm could be in, measuring already.
   expect(out.before).toEqual({ coreIn: false, active: true, patched: true });
@@ -54,11 +55,14 @@ test('init() resolves before the core is in; a stream requested then is measured
   // The request went out before the core could decide: no traceparent, and the record says so.
   expect(t.traceparent).toBeNull();
   expect(out.rec.traceSource).not.toBe('propagated');
-  // First token against the server's send time (loopback): never before it was sent, and
-  // within the 15 ms the app's own data may take (nothing waits for the core).
+  // First token against the server's send time (loopback): never before it was sent, after it
+  // by no more than a delivery can wait for a busy main thread (fetch-metrics' sanity bound);
+  // and exactly when the app read it (the tap stamps the chunk as it passes to the app: the
+  // role-only first chunk counts no token, so the first content read is at or after it).
   const first = contentWrites(t)[0];
   expect(lag(out.rec, out.rec.ttft, first)).toBeGreaterThan(-0.5);
-  expect(lag(out.rec, out.rec.ttft, first)).toBeLessThan(15);
+  expect(lag(out.rec, out.rec.ttft, first)).toBeLessThan(150);
+  expect(out.rec.ttft).toBeGreaterThanOrEqual(out.firstRead - out.start - 0.01);
 });
 
 test('a core 2.5 s late holds nothing: the response and every chunk reach the app as the native ones do, and the answer is measured once the core comes', async ({ page }) => {
@@ -95,6 +99,7 @@ test('a core 2.5 s late holds nothing: the response and every chunk reach the ap
       n: window.__records.length,
       appStart: mine.times[0],
       appEnd: last(mine),
+      start: rec.startEpochMs - performance.timeOrigin,
     };
   }, id);
   // Not held: the wrapped response, its first and its last chunk came when the native ones did
@@ -108,9 +113,13 @@ test('a core 2.5 s late holds nothing: the response and every chunk reach the ap
   expect(out.ok).toBe(true);
   expect(out.n).toBe(1);
   expect([out.rec.outcome, out.rec.complete, out.rec.contentEvents, out.rec.chars, out.rec.bytes]).toEqual(['ok', true, 20, out.chars, t.body_bytes]);
+  // Its times are the app's own reads (the tap stamps each chunk as it passes to the app), and
+  // the server's writes to within what a delivery can wait on a busy machine.
   const w = contentWrites(t);
-  expect(lag(out.rec, out.rec.ttft, w[0])).toBeLessThan(15);
-  expect(lag(out.rec, out.rec.total, w[w.length - 1])).toBeLessThan(15);
+  expect(out.rec.ttft).toBeGreaterThanOrEqual(out.appStart - out.start - 0.01);
+  expect(out.rec.marks.lastToken).toBeLessThanOrEqual(out.appEnd - out.start + 0.01);
+  expect(lag(out.rec, out.rec.ttft, w[0])).toBeLessThan(150);
+  expect(lag(out.rec, out.rec.total, w[w.length - 1])).toBeLessThan(150);
 });
 
 test('early answers past the tap\'s bound, cancelled, or failing before the core is in: the app sees what it would without the SDK; each record says what was not seen', async ({ page }) => {
