@@ -21,6 +21,13 @@ USAGE: llm-rum-collector [OPTIONS]
   --listen ADDR          address to listen on (default 127.0.0.1:4319; port 0 = any free port).
                          Prints `listening on http://ADDR` once ready.
   --db PATH              SQLite database file (default ./llm-rum.db; created if missing)
+  --store URL            the store: `sqlite` (default: the --db file) or
+                         clickhouse://[USER[:PASSWORD]@]HOST:PORT/DATABASE (ClickHouse's HTTP
+                         port; the database and tables are created at start)
+  --spool DIR            ClickHouse only: where beacons acknowledged while ClickHouse cannot
+                         take them wait (default ./llm-rum-spool)
+  --spool-max-mb N       ClickHouse only: the spool's bound; past it ingest answers 503 with
+                         Retry-After (default 1024)
   --allow-origin ORIGIN  origin allowed to send beacons cross-origin (repeatable; `*` = any,
                          answered without credentials). Requests without Origin, or from the
                          collector's own origin (--public-url or the listen address), pass.
@@ -64,6 +71,10 @@ Logs go to stderr (level from RUST_LOG, default info; e.g. RUST_LOG=debug).
 pub struct Config {
     pub listen: String,
     pub db: PathBuf,
+    /// `--store clickhouse://…`; None: SQLite at `db`.
+    pub clickhouse: Option<crate::clickhouse::http::Target>,
+    pub spool: PathBuf,
+    pub spool_max_mb: f64,
     pub allow_origins: Vec<String>,
     pub read_token: Option<String>,
     pub budgets: Vec<Budget>,
@@ -95,6 +106,9 @@ impl Default for Config {
         Config {
             listen: "127.0.0.1:4319".into(),
             db: "./llm-rum.db".into(),
+            clickhouse: None,
+            spool: "./llm-rum-spool".into(),
+            spool_max_mb: 1024.0,
             allow_origins: Vec::new(),
             read_token: None,
             budgets: Vec::new(),
@@ -190,6 +204,15 @@ fn apply(cfg: &mut Config, name: &str, v: &str) -> Result<(), String> {
     match name {
         "listen" => cfg.listen = v.into(),
         "db" => cfg.db = v.into(),
+        "store" if v == "sqlite" => cfg.clickhouse = None,
+        "store" => cfg.clickhouse = Some(crate::clickhouse::http::Target::parse(v)?),
+        "spool" => cfg.spool = v.into(),
+        "spool-max-mb" => {
+            cfg.spool_max_mb = match v.parse::<f64>() {
+                Ok(x) if x.is_finite() && x > 0.0 => x,
+                _ => return Err(format!("--spool-max-mb: expected a positive number, got {v:?}")),
+            }
+        }
         "allow-origin" => cfg.allow_origins.push(v.trim_end_matches('/').into()),
         "read-token" if !v.is_empty() => cfg.read_token = Some(v.into()),
         "read-token" => return Err("--read-token: must not be empty".into()),

@@ -27,16 +27,14 @@ use crate::counters::{add, Counters};
 use crate::ingest::{self, MAX_BODY};
 use crate::log::Every;
 use crate::plan::{Ctx, QueryError};
-use crate::pool::Pool;
 use crate::query::{self, Filter};
 use crate::serve::Registry;
-use crate::store::Store;
+use crate::storage::Storage;
 
 pub struct AppState {
     pub cfg: Config,
-    pub store: Store,
-    /// Read connections: a pool for the API, one reserved for the alert engine.
-    pub pool: Pool,
+    /// The store (SQLite or ClickHouse): writes, reads, the alert engine's windows.
+    pub storage: Storage,
     pub engine: Mutex<Engine>,
     /// How long the last budget evaluation took (ms), for `/api/alerts`.
     pub last_eval_ms: Mutex<Option<f64>>,
@@ -54,8 +52,7 @@ pub struct AppState {
 impl AppState {
     pub fn new(
         cfg: Config,
-        store: Store,
-        pool: Pool,
+        storage: Storage,
         engine: Engine,
         metrics: Arc<crate::metrics::Metrics>,
         counters: Arc<Counters>,
@@ -69,8 +66,7 @@ impl AppState {
         own.extend(cfg.public_origin.clone());
         AppState {
             cfg,
-            store,
-            pool,
+            storage,
             engine: Mutex::new(engine),
             last_eval_ms: Mutex::new(None),
             metrics,
@@ -359,7 +355,7 @@ async fn ingest_inner(s: &AppState, client: IpAddr, h: &HeaderMap, body: Body) -
     add(&c.records_refused_too_old, admitted.too_old as u64);
     add(&c.records_refused_future, admitted.future as u64);
     match s
-        .store
+        .storage
         .write(beacon, Some(client.to_string()), received as i64, admitted)
         .await
     {
@@ -371,20 +367,30 @@ async fn ingest_inner(s: &AppState, client: IpAddr, h: &HeaderMap, body: Body) -
                 "refused": {"tooOld": admitted.too_old, "future": admitted.future},
             }))
         }
-        Err(e) => err(StatusCode::SERVICE_UNAVAILABLE, e),
+        Err(e) => {
+            let mut r = err(StatusCode::SERVICE_UNAVAILABLE, e.msg);
+            if let Some(after) = e.retry_after {
+                r.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(after));
+            }
+            r
+        }
     }
 }
 
+/// 200 while beacons are acknowledged (`ok`, or `spooling` on ClickHouse), 503 when not.
 async fn healthz(State(s): State<Shared>) -> Response {
-    let writer = s.store.health();
-    let body = json!({
-        "status": if writer.is_ok() { "ok" } else { "failing" },
-        "writer": writer.as_ref().err().map_or("ok", |e| e.as_str()),
+    let h = s.storage.health();
+    let mut body = json!({
+        "status": h.status,
         "connections": s.connections.open(),
         "counters": s.counters.json(),
         "logLinesDropped": crate::log::DROPPED.load(std::sync::atomic::Ordering::Relaxed),
     });
-    let status = if writer.is_ok() {
+    if let (Some(b), Value::Object(d)) = (body.as_object_mut(), h.detail) {
+        b.extend(d);
+    }
+    let status = if h.status != "failing" {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
@@ -487,19 +493,16 @@ impl Params {
     }
 }
 
-/// Runs a query on a pooled read connection, within the query budget.
-async fn read<T: Send + 'static>(
-    s: &Shared,
-    f: impl FnOnce(&Ctx) -> crate::plan::QResult<T> + Send + 'static,
-) -> Result<T, Response> {
-    s.pool.read(f).await.map_err(|e| match e {
+/// A read's failure as an answer: 503 past the query budget, else 500.
+fn read_error(s: &Shared, e: QueryError) -> Response {
+    match e {
         QueryError::Budget => {
             add(&s.counters.queries_over_budget, 1);
             err(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!(
                     "the query ran past its {} s budget (--query-budget): narrow the window or the filter",
-                    s.pool.budget.as_secs_f64()
+                    s.storage.query_budget().as_secs_f64()
                 ),
             )
         }
@@ -507,14 +510,13 @@ async fn read<T: Send + 'static>(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("query failed: {e}"),
         ),
-    })
+    }
 }
 
 async fn summary(State(s): State<Shared>, Query(p): Query<Params>) -> Response {
-    let f = p.filter();
-    match read(&s, move |c| query::summary(c, &f)).await {
+    match s.storage.summary(p.filter()).await {
         Ok(v) => json_ok(v),
-        Err(r) => r,
+        Err(e) => read_error(&s, e),
     }
 }
 
@@ -548,17 +550,13 @@ async fn timeseries(State(s): State<Shared>, Query(p): Query<Params>) -> Respons
         .filter(|b| b.metric == metric)
         .map(|b| json!({"q": b.q, "limit": b.limit, "text": b.text}))
         .collect();
-    match read(&s, move |c| {
-        query::timeseries(c, &f, idx, q, bucket * 1000.0)
-    })
-    .await
-    {
+    match s.storage.timeseries(f, idx, q, bucket * 1000.0).await {
         Ok(Ok(points)) => json_ok(
             json!({"metric": metric, "q": q, "bucketMs": bucket * 1000.0, "budgets": budgets, "points": points,
-                   "percentiles": query::PERCENTILES}),
+                   "percentiles": s.storage.percentiles()}),
         ),
         Ok(Err(msg)) => err(StatusCode::BAD_REQUEST, msg),
-        Err(r) => r,
+        Err(e) => read_error(&s, e),
     }
 }
 
@@ -575,14 +573,9 @@ async fn histogram(State(s): State<Shared>, Query(p): Query<Params>) -> Response
     }
     let bins = p.bins.unwrap_or(30);
     let f = p.filter();
-    match read(&s, move |c| {
-        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        query::histogram(c, &f, &refs, bins)
-    })
-    .await
-    {
+    match s.storage.histogram(f, names, bins).await {
         Ok(v) => json_ok(v),
-        Err(r) => r,
+        Err(e) => read_error(&s, e),
     }
 }
 
@@ -712,10 +705,8 @@ pub async fn alert_loop(s: Shared) {
         let s2 = s.clone();
         let _ = tokio::task::spawn_blocking(move || {
             let t = Instant::now();
-            let r = s2.pool.alerts(|cx| {
-                let mut e = s2.engine.lock().unwrap_or_else(|e| e.into_inner());
-                let src = DbSource::new(cx, &e.budgets);
-                let events = e.evaluate(&src, now_ms());
+            let mut e = s2.engine.lock().unwrap_or_else(|e| e.into_inner());
+            let r = s2.storage.evaluate(&mut e, now_ms()).map(|events| {
                 for ev in events {
                     let a = e.alerts.iter().find(|a| match ev {
                         crate::alerts::Event::Fired(id) | crate::alerts::Event::Resolved(id) => {
@@ -726,8 +717,8 @@ pub async fn alert_loop(s: Shared) {
                         tracing::warn!(id = a.id, state = a.state, budget = %a.budget, value = a.value.round(), "alert");
                     }
                 }
-                Ok(())
             });
+            drop(e);
             let ms = t.elapsed().as_secs_f64() * 1000.0;
             *s2.last_eval_ms.lock().unwrap_or_else(|e| e.into_inner()) = Some(ms);
             s2.metrics.alert_evaluated(ms / 1000.0);

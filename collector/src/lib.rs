@@ -1,10 +1,12 @@
-//! llm-rum-collector: receives llm-rum beacons, stores them in SQLite, answers percentile
-//! queries, evaluates budgets into alerts, and serves a dashboard.
+//! llm-rum-collector: receives llm-rum beacons, stores them in SQLite (or ClickHouse, past one
+//! machine), answers percentile queries, evaluates budgets into alerts, and serves a dashboard.
 //!
 //! Modules, one owner each: `cli` (flags and config file), `ingest` (decode/validate beacons),
 //! `keys` (the safe character set of names that become keys), `raw` (what is kept of a record
 //! as received), `clock` (client clock skew, the accepted time window), `proxy` (the client
-//! behind trusted proxies), `store` (the group-committing writer, its health), `schema`
+//! behind trusted proxies), `storage` (the seam: what the collector asks of its store, SQLite or
+//! ClickHouse), `clickhouse` (the ClickHouse store: HTTP client, schema, spool, reads), `store`
+//! (SQLite's group-committing writer, its health), `schema`
 //! (tables and migrations), `retention` (bounded deletes, incremental vacuum), `agg` (what
 //! records add up to: counts and log-histogram sketches), `rollup` (per-period aggregates the
 //! writer keeps), `samples` (records read back as contributions), `plan` (which rollups and
@@ -18,6 +20,7 @@
 
 pub mod agg;
 pub mod alerts;
+pub mod clickhouse;
 pub mod cli;
 pub mod client;
 pub mod clock;
@@ -40,6 +43,7 @@ pub mod rules;
 pub mod samples;
 pub mod schema;
 pub mod serve;
+pub mod storage;
 pub mod store;
 
 use std::net::SocketAddr;
@@ -60,21 +64,41 @@ pub async fn start(cfg: cli::Config) -> Result<Running, String> {
     let counters = Arc::new(counters::Counters::default());
     let retain_ms = (cfg.retain_days > 0.0).then_some(cfg.retain_days * 86_400_000.0);
     let metrics = Arc::new(metrics::Metrics::new(&cfg));
-    let st = store::Store::open(
-        &cfg.db,
-        cfg.sync,
-        store::WriterConfig {
-            retain_ms,
-            counters: counters.clone(),
-            metrics: Some(metrics.clone()),
-        },
-    )?;
-    let pool = pool::Pool::open(
-        &cfg.db,
-        cfg.read_connections,
-        Duration::from_secs_f64(cfg.query_budget_s),
-    )
-    .map_err(|e| format!("open readers: {e}"))?;
+    let storage = match &cfg.clickhouse {
+        None => {
+            let store = store::Store::open(
+                &cfg.db,
+                cfg.sync,
+                store::WriterConfig {
+                    retain_ms,
+                    counters: counters.clone(),
+                    metrics: Some(metrics.clone()),
+                },
+            )?;
+            let pool = pool::Pool::open(
+                &cfg.db,
+                cfg.read_connections,
+                Duration::from_secs_f64(cfg.query_budget_s),
+            )
+            .map_err(|e| format!("open readers: {e}"))?;
+            storage::Storage::Sqlite {
+                store,
+                pool: Arc::new(pool),
+            }
+        }
+        Some(target) => storage::Storage::ClickHouse(
+            clickhouse::ClickHouse::open(clickhouse::Settings {
+                target: target.clone(),
+                spool_dir: cfg.spool.clone(),
+                spool_max_bytes: (cfg.spool_max_mb * 1_048_576.0) as u64,
+                query_budget: Duration::from_secs_f64(cfg.query_budget_s),
+                retain_ms,
+                counters: counters.clone(),
+                metrics: Some(metrics.clone()),
+            })
+            .await?,
+        ),
+    };
     let engine = alerts::Engine::new(
         cfg.budgets.clone(),
         cfg.alert_window_s * 1000.0,
@@ -91,7 +115,7 @@ pub async fn start(cfg: cli::Config) -> Result<Running, String> {
     };
     tracing::info!(
         %addr,
-        db = %cfg.db.display(),
+        store = %cfg.clickhouse.as_ref().map_or(format!("sqlite {}", cfg.db.display()), |t| format!("clickhouse {}/{}", t.base, t.database)),
         max_connections = limits.max_connections,
         header_timeout_s = cfg.header_timeout_s,
         body_timeout_s = cfg.body_timeout_s,
@@ -101,11 +125,10 @@ pub async fn start(cfg: cli::Config) -> Result<Running, String> {
         "collector starting"
     );
     let registry = Arc::new(serve::Registry::new(limits, counters.clone()));
-    metrics.collect_collector(counters.clone(), st.clone(), registry.clone());
+    metrics.collect_collector(counters.clone(), storage.clone(), registry.clone());
     let state = Arc::new(http::AppState::new(
         cfg,
-        st,
-        pool,
+        storage,
         engine,
         metrics,
         counters,
@@ -118,12 +141,12 @@ pub async fn start(cfg: cli::Config) -> Result<Running, String> {
         registry,
     ));
     tokio::spawn(http::alert_loop(state.clone()));
-    let store = state.store.clone();
+    let store = state.storage.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             tick.tick().await;
-            store.tick();
+            store.tick().await;
         }
     });
     Ok(Running { addr, state })

@@ -197,7 +197,7 @@ impl Metrics {
     pub fn collect_collector(
         &self,
         counters: Arc<Counters>,
-        store: crate::store::Store,
+        store: crate::storage::Storage,
         connections: Arc<crate::serve::Registry>,
     ) {
         self.registry
@@ -272,7 +272,7 @@ impl Metrics {
 /// counter not grouped is exported under its own name, so none is ever left out.
 struct Own {
     counters: Arc<Counters>,
-    store: crate::store::Store,
+    store: crate::storage::Storage,
     connections: Arc<crate::serve::Registry>,
 }
 
@@ -334,8 +334,8 @@ impl Collector for Own {
         for (name, help, v) in [
             (
                 "writer_up",
-                "1 while the writer's last commit (or probe) succeeded",
-                self.store.health().is_ok() as i64,
+                "1 while the writer's last commit (or probe) succeeded (ClickHouse: while inserts succeed or the spool has room)",
+                (self.store.health().status != "failing") as i64,
             ),
             (
                 "open_connections",

@@ -21,7 +21,7 @@ pub const PERCENTILES: &str =
     "log-histogram sketch (DDSketch, alpha = 1%): within 1% of the exact nearest-rank value (rank ceil(q*n))";
 
 /// Server stages listed in a summary at most (the most frequent; beacons choose the names).
-const MAX_SUMMARY_SERVER_STAGES: usize = 32;
+pub const MAX_SUMMARY_SERVER_STAGES: usize = 32;
 
 pub fn is_metric(name: &str) -> bool {
     metric_index(name).is_some()

@@ -56,7 +56,7 @@ async fn store(run: &llm_rum_collector::Running, recs: &[Value]) {
     for chunk in recs.chunks(40) {
         let b = ingest::decode(beacon(chunk.to_vec()).to_string().as_bytes()).expect("valid");
         run.state
-            .store
+            .storage
             .write(b, None, now_ms() as i64, clock::Admitted::default())
             .await
             .expect("stored");
