@@ -9,7 +9,6 @@ use std::path::PathBuf;
 
 use crate::alerts::{parse_budget, Budget};
 use crate::proxy::Cidr;
-use crate::store::Sync;
 
 pub const HELP: &str = "\
 llm-rum-collector: stores llm-rum beacons in SQLite, answers percentiles, fires alerts.
@@ -66,6 +65,14 @@ USAGE: llm-rum-collector [OPTIONS]
 
 Logs go to stderr (level from RUST_LOG, default info; e.g. RUST_LOG=debug).
 ";
+
+/// How durable a commit is. `Full` survives power loss; `Normal` (WAL) survives a process
+/// crash/kill -9 but may lose the last commits on power loss.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Sync {
+    Full,
+    Normal,
+}
 
 #[derive(Debug, Clone)]
 pub struct Config {

@@ -20,13 +20,13 @@ use axum::Router;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::alerts::{Engine, Source};
+use crate::alerts::Engine;
 use crate::cli::Config;
 use crate::clock::{self, now_ms};
 use crate::counters::{add, Counters};
 use crate::ingest::{self, MAX_BODY};
 use crate::log::Every;
-use crate::plan::{Ctx, QueryError};
+use crate::plan::QueryError;
 use crate::query::{self, Filter};
 use crate::serve::Registry;
 use crate::storage::Storage;
@@ -644,54 +644,6 @@ async fn metrics(State(s): State<Shared>) -> Response {
 }
 
 // ---------- alert evaluation ----------
-
-/// The alert engine's view of SQLite: rollups, on the engine's own connection. Every budget
-/// shares one window, so one read of it (with every budget's metric) serves them all.
-pub struct DbSource<'a> {
-    cx: &'a Ctx<'a>,
-    want: crate::agg::Want,
-    last: std::cell::RefCell<Option<((f64, f64), Option<crate::agg::Agg>)>>,
-}
-
-impl<'a> DbSource<'a> {
-    pub fn new(cx: &'a Ctx<'a>, budgets: &[crate::alerts::Budget]) -> DbSource<'a> {
-        let metrics = budgets
-            .iter()
-            .filter_map(|b| crate::agg::metric_index(&b.metric))
-            .fold(0u16, |m, i| m | (1 << i));
-        DbSource {
-            cx,
-            want: crate::agg::Want { metrics, stages: false },
-            last: std::cell::RefCell::new(None),
-        }
-    }
-}
-
-impl Source for DbSource<'_> {
-    fn quantile(&self, metric: &str, q: f64, from: f64, to: f64) -> Option<f64> {
-        let i = crate::agg::metric_index(metric)?;
-        let mut last = self.last.borrow_mut();
-        if last.as_ref().is_none_or(|(w, _)| *w != (from, to)) {
-            let f = Filter {
-                from: Some(from),
-                to: Some(to),
-                ..Filter::default()
-            };
-            let agg = crate::plan::total(self.cx, &f, self.want)
-                .map(|t| t.agg)
-                .map_err(|e| tracing::error!(error = %e, "alert query failed"))
-                .ok();
-            *last = Some(((from, to), agg));
-        }
-        last.as_ref()?.1.as_ref()?.metrics[i].quantile(q)
-    }
-    fn stage_medians(&self, from: f64, to: f64) -> Vec<(String, f64)> {
-        query::window_stage_medians(self.cx, from, to).unwrap_or_else(|e| {
-            tracing::error!(error = %e, "alert stage query failed");
-            Vec::new()
-        })
-    }
-}
 
 /// Evaluates budgets on a timer, forever.
 pub async fn alert_loop(s: Shared) {

@@ -125,7 +125,12 @@ pub async fn start(cfg: cli::Config) -> Result<Running, String> {
         "collector starting"
     );
     let registry = Arc::new(serve::Registry::new(limits, counters.clone()));
-    metrics.collect_collector(counters.clone(), storage.clone(), registry.clone());
+    let up = storage.clone();
+    metrics.collect_collector(
+        counters.clone(),
+        Box::new(move || up.health().status != "failing"),
+        registry.clone(),
+    );
     let state = Arc::new(http::AppState::new(
         cfg,
         storage,

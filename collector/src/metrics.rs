@@ -197,7 +197,7 @@ impl Metrics {
     pub fn collect_collector(
         &self,
         counters: Arc<Counters>,
-        store: crate::storage::Storage,
+        writer_up: Box<dyn Fn() -> bool + Send + Sync>,
         connections: Arc<crate::serve::Registry>,
     ) {
         self.registry
@@ -205,7 +205,7 @@ impl Metrics {
             .unwrap_or_else(|e| e.into_inner())
             .register_collector(Box::new(Own {
                 counters,
-                store,
+                writer_up,
                 connections,
             }));
     }
@@ -272,7 +272,8 @@ impl Metrics {
 /// counter not grouped is exported under its own name, so none is ever left out.
 struct Own {
     counters: Arc<Counters>,
-    store: crate::storage::Storage,
+    /// The store's health, asked at each scrape (a closure: metrics does not know stores).
+    writer_up: Box<dyn Fn() -> bool + Send + Sync>,
     connections: Arc<crate::serve::Registry>,
 }
 
@@ -335,7 +336,7 @@ impl Collector for Own {
             (
                 "writer_up",
                 "1 while the writer's last commit (or probe) succeeded (ClickHouse: while inserts succeed or the spool has room)",
-                (self.store.health().status != "failing") as i64,
+                (self.writer_up)() as i64,
             ),
             (
                 "open_connections",

@@ -16,7 +16,7 @@ use crate::alerts::{Engine, Event, Source};
 use crate::clickhouse::{ClickHouse, WriteError};
 use crate::clock::Admitted;
 use crate::ingest::Beacon;
-use crate::plan::{Filter, QResult};
+use crate::plan::{Ctx, Filter, QResult};
 use crate::pool::Pool;
 use crate::store::{Store, Stored};
 
@@ -140,7 +140,7 @@ impl Storage {
     pub fn evaluate(&self, engine: &mut Engine, now: f64) -> QResult<Vec<Event>> {
         match self {
             Storage::Sqlite { pool, .. } => pool.alerts(|cx| {
-                let src = crate::http::DbSource::new(cx, &engine.budgets);
+                let src = DbSource::new(cx, &engine.budgets);
                 Ok(engine.evaluate(&src, now))
             }),
             Storage::ClickHouse(ch) => {
@@ -151,6 +151,54 @@ impl Storage {
                 Ok(engine.evaluate(&src, now))
             }
         }
+    }
+}
+
+/// The alert engine's view of SQLite: rollups, on the engine's own connection. Every budget
+/// shares one window, so one read of it (with every budget's metric) serves them all.
+pub struct DbSource<'a> {
+    cx: &'a Ctx<'a>,
+    want: crate::agg::Want,
+    last: std::cell::RefCell<Option<((f64, f64), Option<crate::agg::Agg>)>>,
+}
+
+impl<'a> DbSource<'a> {
+    pub fn new(cx: &'a Ctx<'a>, budgets: &[crate::alerts::Budget]) -> DbSource<'a> {
+        let metrics = budgets
+            .iter()
+            .filter_map(|b| crate::agg::metric_index(&b.metric))
+            .fold(0u16, |m, i| m | (1 << i));
+        DbSource {
+            cx,
+            want: crate::agg::Want { metrics, stages: false },
+            last: std::cell::RefCell::new(None),
+        }
+    }
+}
+
+impl crate::alerts::Source for DbSource<'_> {
+    fn quantile(&self, metric: &str, q: f64, from: f64, to: f64) -> Option<f64> {
+        let i = crate::agg::metric_index(metric)?;
+        let mut last = self.last.borrow_mut();
+        if last.as_ref().is_none_or(|(w, _)| *w != (from, to)) {
+            let f = Filter {
+                from: Some(from),
+                to: Some(to),
+                ..Filter::default()
+            };
+            let agg = crate::plan::total(self.cx, &f, self.want)
+                .map(|t| t.agg)
+                .map_err(|e| tracing::error!(error = %e, "alert query failed"))
+                .ok();
+            *last = Some(((from, to), agg));
+        }
+        last.as_ref()?.1.as_ref()?.metrics[i].quantile(q)
+    }
+    fn stage_medians(&self, from: f64, to: f64) -> Vec<(String, f64)> {
+        crate::query::window_stage_medians(self.cx, from, to).unwrap_or_else(|e| {
+            tracing::error!(error = %e, "alert stage query failed");
+            Vec::new()
+        })
     }
 }
 

@@ -67,13 +67,7 @@ const COLS: [&str; 37] = [
     "id",
 ];
 
-/// How durable a commit is. `Full` survives power loss; `Normal` (WAL) survives a process
-/// crash/kill -9 but may lose the last commits on power loss.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Sync {
-    Full,
-    Normal,
-}
+pub use crate::cli::Sync;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stored {

@@ -27,8 +27,8 @@ use crate::clock::Admitted;
 use crate::counters::{add, Counters};
 use crate::ingest::Beacon;
 use crate::store::Stored;
-use http::{ChError, Http, Target};
-use spool::{Batch, PushError, Spool};
+use crate::clickhouse::http::{lit, ChError, Http, Target};
+use crate::clickhouse::spool::{Batch, PushError, Spool};
 
 /// The schema (`{db}` = the database), statements separated by `;`.
 pub const SCHEMA: &str = include_str!("schema.sql");
@@ -199,7 +199,7 @@ impl ClickHouse {
     /// Drops the day partitions that end before `cutoff_ms` (a day is dropped once all of it
     /// is older than the retention: records live up to a day longer than `--retain-days`).
     pub async fn drop_days_before(&self, cutoff_ms: f64) -> Result<usize, ChError> {
-        let last_day = rows::day(cutoff_ms - 86_400_000.0);
+        let last_day = crate::clickhouse::rows::day(cutoff_ms - 86_400_000.0);
         let db = &self.http.target.database;
         let t = Duration::from_secs(30);
         let parts = self
@@ -208,8 +208,8 @@ impl ClickHouse {
                 &format!(
                     "SELECT DISTINCT table, partition_id FROM system.parts WHERE database = {} AND active \
                      AND table IN ('records', 'beacons') AND max_date <= toDate({}) FORMAT TSV",
-                    http::lit(db),
-                    http::lit(&last_day)
+                    lit(db),
+                    lit(&last_day)
                 ),
                 t,
             )
@@ -323,7 +323,7 @@ impl Writer {
             let mut batch = Batch::default();
             for j in &jobs {
                 let id = format!("{}-{}", self.node, self.next_beacon.fetch_add(1, Ordering::Relaxed));
-                rows::beacon(&mut batch, &id, j.received_ms, j.client.as_deref(), &j.beacon, &j.admitted);
+                crate::clickhouse::rows::beacon(&mut batch, &id, j.received_ms, j.client.as_deref(), &j.beacon, &j.admitted);
             }
             // Straight to ClickHouse when nothing waits in the spool (order) and the schema is
             // there; otherwise, or when the insert fails, into the spool.

@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::http::{lit, ChError};
-use super::ClickHouse;
+use crate::clickhouse::http::{lit, ChError};
+use crate::clickhouse::rows::day;
+use crate::clickhouse::ClickHouse;
 use crate::agg::{METRICS, STAGES};
 use crate::plan::{Filter, QResult, QueryError};
 
@@ -44,12 +45,12 @@ pub fn where_(f: &Filter) -> String {
     if let Some(a) = f.from.filter(|x| x.is_finite()) {
         w.push(format!("start_ms >= {}", num(a)));
         w.push(format!("hour >= {}", (a / 3_600_000.0).floor().max(0.0)));
-        w.push(format!("day >= toDate({})", lit(&super::rows::day(a.max(0.0)))));
+        w.push(format!("day >= toDate({})", lit(&day(a.max(0.0)))));
     }
     if let Some(b) = f.to.filter(|x| x.is_finite()) {
         w.push(format!("start_ms < {}", num(b)));
         w.push(format!("hour <= {}", (b / 3_600_000.0).floor().max(0.0)));
-        w.push(format!("day <= toDate({})", lit(&super::rows::day(b.max(0.0)))));
+        w.push(format!("day <= toDate({})", lit(&day(b.max(0.0)))));
     }
     for (col, v) in [("route", &f.route), ("model", &f.model), ("outcome", &f.outcome)] {
         if let Some(v) = v {

@@ -4,6 +4,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::agg::METRICS;
+use crate::clickhouse::spool::Batch;
 use crate::clock::Admitted;
 use crate::ingest::{Beacon, Row};
 
@@ -75,7 +76,7 @@ fn record(received_ms: i64, b: &Beacon, r: &Row) -> Value {
 
 /// One beacon's rows, appended to `out` (`beacon_id`: the collector's id for the beacon).
 pub fn beacon(
-    out: &mut super::spool::Batch,
+    out: &mut Batch,
     beacon_id: &str,
     received_ms: i64,
     client: Option<&str>,
