@@ -79,6 +79,8 @@ pub struct ClickHouse {
     last_error: Arc<Mutex<Option<String>>>,
     /// Beacons refused because the spool was full (for /healthz).
     refused_full: Arc<AtomicU64>,
+    /// The last batch offered to the spool was refused (full), and nothing has left it since.
+    at_bound: Arc<AtomicBool>,
     retain_ms: Option<f64>,
     retention_due: Mutex<Instant>,
 }
@@ -110,6 +112,7 @@ impl ClickHouse {
             spool: spool.clone(),
             last_error: last_error.clone(),
             refused_full: Arc::default(),
+            at_bound: Arc::default(),
             retain_ms: s.retain_ms,
             retention_due: Mutex::new(Instant::now()),
         });
@@ -119,6 +122,7 @@ impl ClickHouse {
             schema_ready: schema_ready.clone(),
             last_error: last_error.clone(),
             refused_full: ch.refused_full.clone(),
+            at_bound: ch.at_bound.clone(),
             counters: s.counters,
             metrics: s.metrics,
             wake_drainer: drained.clone(),
@@ -126,7 +130,7 @@ impl ClickHouse {
             node: format!("{:x}", rand_u64()),
         };
         tokio::spawn(w.run(rx));
-        tokio::spawn(drain(http, spool, schema_ready, last_error, drained));
+        tokio::spawn(drain(http, spool, schema_ready, last_error, drained, ch.at_bound.clone()));
         Ok(ch)
     }
 
@@ -162,7 +166,7 @@ impl ClickHouse {
     pub fn health(&self) -> (&'static str, serde_json::Value) {
         let (files, bytes) = self.spool.size();
         let err = self.last_error.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let full = bytes >= self.spool.max_bytes * 99 / 100;
+        let full = self.at_bound.load(Ordering::Relaxed);
         let status = if full {
             "failing"
         } else if files > 0 || err.is_some() {
@@ -297,6 +301,7 @@ struct Writer {
     schema_ready: Arc<AtomicBool>,
     last_error: Arc<Mutex<Option<String>>>,
     refused_full: Arc<AtomicU64>,
+    at_bound: Arc<AtomicBool>,
     counters: Arc<Counters>,
     metrics: Option<Arc<crate::metrics::Metrics>>,
     wake_drainer: Arc<Notify>,
@@ -343,10 +348,12 @@ impl Writer {
                 Ok(()) => Ok(()),
                 Err(_) => match self.spool.push(&batch) {
                     Ok(()) => {
+                        self.at_bound.store(false, Ordering::Relaxed);
                         self.wake_drainer.notify_one();
                         Ok(())
                     }
                     Err(PushError::Full) => {
+                        self.at_bound.store(true, Ordering::Relaxed);
                         self.refused_full.fetch_add(jobs.len() as u64, Ordering::Relaxed);
                         Err(WriteError {
                             msg: format!(
@@ -399,6 +406,7 @@ async fn drain(
     schema_ready: Arc<AtomicBool>,
     last_error: Arc<Mutex<Option<String>>>,
     wake: Arc<Notify>,
+    at_bound: Arc<AtomicBool>,
 ) {
     let mut backoff = BACKOFF.0;
     loop {
@@ -417,6 +425,7 @@ async fn drain(
             if let Some((seq, b)) = next {
                 insert(&http, &b).await.map_err(|e| e.to_string())?;
                 spool.remove(seq).map_err(|e| format!("spool remove: {e}"))?;
+                at_bound.store(false, Ordering::Relaxed);
             }
             Ok(())
         }

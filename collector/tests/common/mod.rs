@@ -229,3 +229,4 @@ impl Drop for Proc {
         self.kill9();
     }
 }
+pub mod clickhouse;
