@@ -23,6 +23,11 @@
 //!   target/release/llm-rum-loadgen --park 3000
 //!   target/release/llm-rum-loadgen --retention 100000
 //!   target/release/llm-rum-loadgen --fill 1000000 --window 3600
+//!   target/release/llm-rum-loadgen --fill 1000000 --collector-args "--store clickhouse://127.0.0.1:8123/bench"
+//!
+//! With `--collector-args "--store clickhouse://…"` the collector stores into ClickHouse; counts
+//! and sizes are then read from ClickHouse (`--exact` compares its t-digest with exact
+//! percentiles computed by ClickHouse itself).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -83,6 +88,46 @@ fn spawn_collector(a: &Args, db: &Path, extra: &[&str]) -> (Child, SocketAddr) {
         .parse()
         .expect("address line");
     (child, addr)
+}
+
+/// The ClickHouse store the collector was pointed at (`--collector-args "--store clickhouse://…"`),
+/// if any: its HTTP address and database, for the counts and sizes printed.
+struct Ch {
+    addr: SocketAddr,
+    db: String,
+}
+
+impl Ch {
+    fn of(a: &Args) -> Option<Ch> {
+        let args = a.get("--collector-args", "");
+        let url = args.split_whitespace().find(|x| x.starts_with("clickhouse://"))?;
+        let t = llm_rum_collector::clickhouse::http::Target::parse(url).expect("--store URL");
+        let addr = t.base.trim_start_matches("http://").parse().expect("HOST:PORT as an IP address");
+        Some(Ch { addr, db: t.database })
+    }
+
+    /// One statement, its answer's text (TSV).
+    async fn query(&self, sql: &str) -> String {
+        let r = llm_rum_collector::client::request(self.addr, "POST", "/", &[], format!("{sql} FORMAT TSV").as_bytes())
+            .await
+            .expect("clickhouse");
+        assert_eq!(r.status, 200, "{sql}: {}", r.text());
+        r.text()
+    }
+
+    /// Records stored (copies collapsed), and the table's bytes on disk / uncompressed.
+    async fn sizes(&self) -> (u64, f64, f64) {
+        let n = self.query(&format!("SELECT count() FROM {}.records FINAL", self.db)).await;
+        let b = self
+            .query(&format!(
+                "SELECT sum(bytes_on_disk), sum(data_uncompressed_bytes) FROM system.parts \
+                 WHERE database = '{}' AND table = 'records' AND active",
+                self.db
+            ))
+            .await;
+        let mut it = b.split_whitespace().map(|x| x.parse::<f64>().unwrap_or(f64::NAN));
+        (n.trim().parse().unwrap_or(0), it.next().unwrap_or(f64::NAN), it.next().unwrap_or(f64::NAN))
+    }
 }
 
 fn temp_dir(tag: &str) -> PathBuf {
@@ -172,10 +217,23 @@ fn throughput(a: &Args, rt: &tokio::runtime::Runtime) {
     let cpu = cpu_s(child.id());
     let _ = child.kill();
     let _ = child.wait();
-    let stored: u64 = rusqlite::Connection::open(&db)
-        .unwrap()
-        .query_row("SELECT COUNT(*) FROM records", [], |r| r.get(0))
-        .unwrap();
+    let stored: u64 = match Ch::of(a) {
+        // Acknowledged means inserted or spooled: this run's spool must have been empty.
+        Some(ch) => {
+            let (n, disk, raw) = rt.block_on(ch.sizes());
+            println!(
+                "ClickHouse {}.records: {n} records, {:.0} bytes per record on disk ({:.0} uncompressed)",
+                ch.db,
+                disk / n.max(1) as f64,
+                raw / n.max(1) as f64
+            );
+            n
+        }
+        None => rusqlite::Connection::open(&db)
+            .unwrap()
+            .query_row("SELECT COUNT(*) FROM records", [], |r| r.get(0))
+            .unwrap(),
+    };
     let _ = std::fs::remove_dir_all(&dir);
 
     lat.sort_by(f64::total_cmp);
