@@ -98,6 +98,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn chunk_buckets_are_ten_ms_doubling() {
+        // record/encode.rs doubles 10 ms instead of reading the table (size): the same bounds.
+        for (i, b) in CHUNK_BUCKETS_S.iter().enumerate() {
+            assert_eq!(*b * 1000.0, 10.0 * (1u32 << i) as f64, "bucket {i}");
+        }
+    }
+
+    #[test]
     fn providers_by_host() {
         for (url, want) in [
             ("https://api.openai.com/v1/chat/completions", Some("openai")),
