@@ -9,7 +9,7 @@ use crate::core::config::Config;
 use crate::core::util::hex::push_hex;
 use crate::core::util::json_write::JsonWriter;
 use crate::core::record::budgets::metric_value;
-use crate::core::record::genai::model_info;
+use crate::core::record::genai::{model_info, CHUNK_BUCKETS_S};
 use crate::core::record::seen::Seen;
 use crate::core::request::kinds::{paint_source_name, UNSEEN_END, UNSEEN_FIRST_PAINT};
 use crate::core::request::kinds::Via;
@@ -159,7 +159,7 @@ pub fn encode(tl: &Timeline, cfg: &Config, clock_step_ms: f64, out: &mut JsonWri
     // The bounds are 10 ms · 2^i (a test holds the table to it): doubled here rather than
     // read from the table, which would put 112 bytes of constants in the shipped wasm.
     let (mut below, mut bound_ms) = (0, 10.0);
-    for _ in 0..super::genai::CHUNK_BUCKETS_S.len() {
+    for _ in 0..CHUNK_BUCKETS_S.len() {
         let c = tl.itl.count_le(bound_ms);
         w.uint((c - below) as u64);
         below = c;
