@@ -472,6 +472,7 @@ pub struct Params {
     to: Option<f64>,
     route: Option<String>,
     model: Option<String>,
+    provider: Option<String>,
     outcome: Option<String>,
     metric: Option<String>,
     q: Option<f64>,
@@ -488,6 +489,7 @@ impl Params {
             to: self.to,
             route: s(&self.route),
             model: s(&self.model),
+            provider: s(&self.provider),
             outcome: s(&self.outcome),
         }
     }

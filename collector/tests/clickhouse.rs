@@ -63,6 +63,9 @@ impl Sent {
             r["buffered"] = [json!(true), json!(false), Value::Null][rng.below(3)].clone();
             r["upstreamBuffered"] = [json!(true), json!(false), Value::Null][rng.below(3)].clone();
             r["hidden"] = json!(rng.below(10) == 0);
+            let (model, provider) = [(json!("gpt-4o"), json!("openai")), (json!("claude-sonnet-4"), json!("anthropic")), (Value::Null, Value::Null)][rng.below(3)].clone();
+            r["model"] = model;
+            r["provider"] = provider;
             records.push(r);
         }
         Sent { records }
@@ -120,8 +123,15 @@ fn exact_parts(s: &Value) -> Value {
         .iter()
         .map(|x| json!([x["stage"], x["count"]]))
         .collect();
+    // Per model: counts and rates exact (percentiles checked against the truth separately).
+    let models: Vec<Value> = s["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| json!([m["model"], m["count"], m["stallRate"], m["bufferedRate"], m["upstreamBufferedRate"]]))
+        .collect();
     json!({
-        "count": s["count"], "outcomes": s["outcomes"], "routes": s["routes"],
+        "count": s["count"], "outcomes": s["outcomes"], "routes": s["routes"], "models": models,
         "stallRate": s["stallRate"], "bufferedRate": s["bufferedRate"],
         "upstreamBufferedRate": s["upstreamBufferedRate"], "hiddenCount": s["hiddenCount"],
         "stallCauses": s["stallCauses"], "dropped": s["dropped"], "refused": s["refused"],
@@ -146,7 +156,11 @@ async fn both_stores_agree_and_two_collectors_share_one_clickhouse() {
     let ch = ClickHouseServer::start();
     let dirs = [TempDir::new("ch-sqlite"), TempDir::new("ch-a"), TempDir::new("ch-b")];
     let with_budget = |mut c: Config| {
-        c.budgets = vec![llm_rum_collector::alerts::parse_budget("ttft p95<=100").unwrap()];
+        c.budgets = vec![
+            llm_rum_collector::alerts::parse_budget("ttft p95<=100").unwrap(),
+            // A model's budget no answer of it breaks: never fires (its own filter is applied).
+            llm_rum_collector::alerts::parse_budget("ttft p95<=100000 model=gpt-4o").unwrap(),
+        ];
         c.alert_window_s = 3600.0;
         c.sustain_s = 0.3;
         c.eval_interval_ms = 100;
@@ -216,6 +230,21 @@ async fn both_stores_agree_and_two_collectors_share_one_clickhouse() {
         assert_eq!(stage(s, "decode"), Some(500.0), "a constant stage is exact");
     }
 
+    // The per-model table's percentiles, and a provider filter (raw records on SQLite).
+    for m in sa["models"].as_array().unwrap() {
+        let v = sent.values(|r| (r["model"] == m["model"]).then(|| r["ttft"].as_f64()).flatten());
+        assert_eq!(m["count"], json!(v.len()), "{m}");
+        for (p, q) in [("p50", 0.5), ("p95", 0.95)] {
+            within_tdigest(m["ttft"][p].as_f64().unwrap(), &v, q, &format!("model {} ttft {p}", m["model"]));
+        }
+    }
+    let models: std::collections::BTreeSet<String> = sent.records.iter().map(|r| r["model"].to_string()).collect();
+    assert_eq!(sa["models"].as_array().unwrap().len(), models.len(), "every model, and none");
+    let path = "/api/summary?provider=anthropic";
+    let (fq, fa) = (get(sqlite, path).await.json(), get(a, path).await.json());
+    assert_eq!(exact_parts(&fq), exact_parts(&fa), "filtered by provider");
+    assert_eq!(fa["count"], json!(sent.records.iter().filter(|r| r["provider"] == "anthropic").count()));
+
     // A filtered read (route and outcome), and the timeseries per 10-minute bucket.
     let route = "/v1/responses";
     let path = format!("/api/summary?route={route}&outcome=ok");
@@ -253,12 +282,15 @@ async fn both_stores_agree_and_two_collectors_share_one_clickhouse() {
     for addr in [sqlite, a, b] {
         let al = wait_for(addr, "/api/alerts", Duration::from_secs(20), |v| v["firing"] == json!(1)).await;
         assert_eq!(al["alerts"][0]["budget"], "ttft p95<=100");
-        let v = sent.values(|r| r["ttft"].as_f64());
-        let current = al["budgets"][0]["current"].as_f64().unwrap();
-        if addr == sqlite {
-            within_sketch(current, &v, 0.95, "alert value");
-        } else {
-            within_tdigest(current, &v, 0.95, "alert value");
+        let all = sent.values(|r| r["ttft"].as_f64());
+        let gpt = sent.values(|r| (r["model"] == "gpt-4o").then(|| r["ttft"].as_f64()).flatten());
+        for (k, v) in [(0, &all), (1, &gpt)] {
+            let current = al["budgets"][k]["current"].as_f64().unwrap();
+            if addr == sqlite {
+                within_sketch(current, v, 0.95, "alert value");
+            } else {
+                within_tdigest(current, v, 0.95, "alert value");
+            }
         }
     }
     // On disk: every record once after ClickHouse's own merge, too.

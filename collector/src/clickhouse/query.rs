@@ -52,7 +52,12 @@ pub fn where_(f: &Filter) -> String {
         w.push(format!("hour <= {}", (b / 3_600_000.0).floor().max(0.0)));
         w.push(format!("day <= toDate({})", lit(&day(b.max(0.0)))));
     }
-    for (col, v) in [("route", &f.route), ("model", &f.model), ("outcome", &f.outcome)] {
+    for (col, v) in [
+        ("route", &f.route),
+        ("model", &f.model),
+        ("provider", &f.provider),
+        ("outcome", &f.outcome),
+    ] {
         if let Some(v) = v {
             w.push(format!("{col} = {}", lit(v)));
         }
@@ -219,6 +224,32 @@ impl ClickHouse {
                        "upstreamBufferedRate": rate(c(5), c(4))})
             })
             .collect();
+        // Per model, the busiest first (as `query::summary`): `model: null` holds answers whose
+        // stream named none and whose app set none.
+        let models: Vec<Value> = self
+            .rows(&format!(
+                "SELECT model, count(), count(ttft), quantilesTDigest(0.5, 0.95)(ttft), \
+                 count(perceived_ttft), quantilesTDigest(0.5, 0.95)(perceived_ttft), \
+                 count(stalls_count), sum(stalls_count > 0), count(buffered), sum(buffered), \
+                 count(upstream_buffered), sum(upstream_buffered) \
+                 FROM {} WHERE {w} GROUP BY model ORDER BY count() DESC, isNotNull(model), model LIMIT {}",
+                self.records(),
+                crate::query::MAX_MODELS
+            ))
+            .await?
+            .into_iter()
+            .map(|r| {
+                let c = |i: usize| r.get(i).map_or(0, u64_of);
+                let q = |n: usize, i: usize| {
+                    let v = r.get(i).and_then(Value::as_array).cloned().unwrap_or_default();
+                    let p = |k: usize| if c(n) > 0 { v.get(k).and_then(ms) } else { None };
+                    json!({"p50": p(0), "p95": p(1)})
+                };
+                json!({"model": r[0], "count": c(1), "ttft": q(2, 3), "perceivedTtft": q(4, 5),
+                       "stallRate": rate(c(7), c(6)), "bufferedRate": rate(c(9), c(8)),
+                       "upstreamBufferedRate": rate(c(11), c(10))})
+            })
+            .collect();
         let stages: Vec<Value> = self
             .stages(&w)
             .await?
@@ -251,6 +282,7 @@ impl ClickHouse {
             "bufferedRate": rate(c(4), c(3)),
             "upstreamBufferedRate": rate(c(6), c(5)),
             "routes": routes,
+            "models": models,
             "hiddenCount": c(7),
             "stallCauses": {"network": c(8), "render": c(9)},
             "stages": stages,
@@ -336,11 +368,19 @@ impl ClickHouse {
     }
 
     /// The alert engine's percentile over `[from, to)`.
-    pub async fn quantile(&self, metric: usize, q: f64, from: f64, to: f64) -> QResult<Option<f64>> {
+    pub async fn quantile(
+        &self,
+        metric: usize,
+        q: f64,
+        from: f64,
+        to: f64,
+        model: Option<&str>,
+    ) -> QResult<Option<f64>> {
         let col = METRICS[metric].1;
         let f = Filter {
             from: Some(from),
             to: Some(to),
+            model: model.map(str::to_string),
             ..Filter::default()
         };
         let row = self

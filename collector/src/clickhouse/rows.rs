@@ -51,6 +51,8 @@ fn record(received_ms: i64, b: &Beacon, r: &Row) -> Value {
     o.insert("method".into(), json!(r.method));
     o.insert("status".into(), json!(r.status));
     o.insert("model".into(), json!(r.model));
+    o.insert("model_source".into(), json!(r.model_source));
+    o.insert("provider".into(), json!(r.provider));
     o.insert("outcome".into(), json!(r.outcome));
     o.insert("format".into(), json!(r.format));
     // The metric columns by the one metric table (stalls.count is stored as the integer).

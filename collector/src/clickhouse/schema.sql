@@ -27,6 +27,8 @@ CREATE TABLE IF NOT EXISTS {db}.records (
     method Nullable(String),
     status Nullable(Int64),
     model Nullable(String),
+    model_source Nullable(String),
+    provider Nullable(String),
     outcome String,
     format Nullable(String),
     ttft Nullable(Float64),
