@@ -126,19 +126,16 @@ impl ClickHouse {
         format!("{}.records FINAL", self.http.target.database)
     }
 
-    /// Stage medians: `(name, median, count)`, client stages in time order, then the most
-    /// frequent server stages by name (as `query::stage_medians`).
-    async fn stages(&self, w: &str) -> QResult<Vec<(String, f64, u64)>> {
-        let cols: Vec<String> = STAGE_SQL
+    /// The client stages' columns: count and median of each (`agg::STAGES` order).
+    fn stage_cols() -> Vec<String> {
+        STAGE_SQL
             .iter()
             .map(|e| format!("count({e}), quantileTDigest(0.5)({e})"))
-            .collect();
-        let row = self
-            .rows(&format!("SELECT {} FROM {} WHERE {w}", cols.join(", "), self.records()))
-            .await?
-            .into_iter()
-            .next()
-            .unwrap_or_default();
+            .collect()
+    }
+
+    /// `(name, median, count)` of the client stages seen, from `stage_cols`' values.
+    fn client_stages(row: &[Value]) -> Vec<(String, f64, u64)> {
         let mut out = Vec::new();
         for (k, name) in STAGES.iter().enumerate() {
             let n = row.get(2 * k).map_or(0, u64_of);
@@ -146,6 +143,11 @@ impl ClickHouse {
                 out.push((name.to_string(), m, n));
             }
         }
+        out
+    }
+
+    /// The most frequent Server-Timing stages, by name: `(server:name, median, count)`.
+    async fn server_stages(&self, w: &str) -> QResult<Vec<(String, f64, u64)>> {
         let mut server = self
             .rows(&format!(
                 "SELECT name, quantileTDigest(0.5)(dur), count() FROM {} ARRAY JOIN server_names AS name, server_durs AS dur \
@@ -155,15 +157,24 @@ impl ClickHouse {
             ))
             .await?;
         server.sort_by(|a, b| a[0].as_str().cmp(&b[0].as_str()));
-        for r in server {
-            if let (Some(name), Some(m)) = (r[0].as_str(), ms(&r[1])) {
-                out.push((format!("server:{name}"), m, u64_of(&r[2])));
-            }
-        }
+        Ok(server
+            .into_iter()
+            .filter_map(|r| Some((format!("server:{}", r[0].as_str()?), ms(&r[1])?, u64_of(&r[2]))))
+            .collect())
+    }
+
+    /// Stage medians: `(name, median, count)`, client stages in time order, then the most
+    /// frequent server stages by name (as `query::stage_medians`).
+    async fn stages(&self, w: &str) -> QResult<Vec<(String, f64, u64)>> {
+        let client = format!("SELECT {} FROM {} WHERE {w}", Self::stage_cols().join(", "), self.records());
+        let (client, server) = tokio::try_join!(self.rows(&client), self.server_stages(w))?;
+        let mut out = Self::client_stages(client.first().map_or(&[][..], |r| &r[..]));
+        out.extend(server);
         Ok(out)
     }
 
-    /// `/api/summary`.
+    /// `/api/summary`: six statements at once (ClickHouse runs each `FINAL` read on one
+    /// thread, so concurrent statements are what uses every core).
     pub async fn summary(&self, f: &Filter) -> QResult<Value> {
         let w = where_(f);
         let qs = SUMMARY_QS.map(|q| q.to_string()).join(",");
@@ -183,12 +194,49 @@ impl ClickHouse {
         for (_, col) in METRICS {
             cols.push(format!("count({col}), quantilesTDigest({qs})({col})"));
         }
-        let row = self
-            .rows(&format!("SELECT {} FROM {} WHERE {w}", cols.join(", "), self.records()))
-            .await?
-            .into_iter()
-            .next()
-            .unwrap_or_default();
+        let stages_at = cols.len() + METRICS.len();
+        cols.extend(Self::stage_cols());
+        let main = format!("SELECT {} FROM {} WHERE {w}", cols.join(", "), self.records());
+        let outcomes = format!("SELECT outcome, count() FROM {} WHERE {w} GROUP BY outcome", self.records());
+        let routes = format!(
+            "SELECT route, count(), count(buffered), sum(buffered), count(upstream_buffered), sum(upstream_buffered) \
+             FROM {} WHERE {w} GROUP BY route ORDER BY count() DESC, isNotNull(route), route LIMIT {}",
+            self.records(),
+            crate::query::MAX_ROUTES
+        );
+        // Per model, the busiest first (as `query::summary`): `model: null` holds answers whose
+        // stream named none and whose app set none.
+        let models = format!(
+            "SELECT model, count(), count(ttft), quantilesTDigest(0.5, 0.95)(ttft), \
+             count(perceived_ttft), quantilesTDigest(0.5, 0.95)(perceived_ttft), \
+             count(stalls_count), sum(stalls_count > 0), count(buffered), sum(buffered), \
+             count(upstream_buffered), sum(upstream_buffered) \
+             FROM {} WHERE {w} GROUP BY model ORDER BY count() DESC, isNotNull(model), model LIMIT {}",
+            self.records(),
+            crate::query::MAX_MODELS
+        );
+        // Beacons have no start time: their window is the received time.
+        let mut bw = vec!["1".to_string()];
+        if let Some(a) = f.from.filter(|x| x.is_finite()) {
+            bw.push(format!("received_ms >= {}", num(a)));
+        }
+        if let Some(b) = f.to.filter(|x| x.is_finite()) {
+            bw.push(format!("received_ms < {}", num(b)));
+        }
+        let beacons = format!(
+            "SELECT sum(dropped), sum(refused_old), sum(refused_future) FROM {}.beacons FINAL WHERE {}",
+            self.http.target.database,
+            bw.join(" AND ")
+        );
+        let (row, outcomes, routes, models, server, b) = tokio::try_join!(
+            self.rows(&main),
+            self.rows(&outcomes),
+            self.rows(&routes),
+            self.rows(&models),
+            self.server_stages(&w),
+            self.rows(&beacons),
+        )?;
+        let row = row.into_iter().next().unwrap_or_default();
         let c = |i: usize| row.get(i).map_or(0, u64_of);
         let mut metrics = Map::new();
         for (i, (name, _)) in METRICS.iter().enumerate() {
@@ -200,23 +248,11 @@ impl ClickHouse {
                 json!({"count": n, "p50": p(0), "p75": p(1), "p95": p(2), "p99": p(3)}),
             );
         }
-        let outcomes: Map<String, Value> = self
-            .rows(&format!(
-                "SELECT outcome, count() FROM {} WHERE {w} GROUP BY outcome",
-                self.records()
-            ))
-            .await?
+        let outcomes: Map<String, Value> = outcomes
             .into_iter()
             .filter_map(|r| Some((r.first()?.as_str()?.to_string(), json!(u64_of(r.get(1)?)))))
             .collect();
-        let routes: Vec<Value> = self
-            .rows(&format!(
-                "SELECT route, count(), count(buffered), sum(buffered), count(upstream_buffered), sum(upstream_buffered) \
-                 FROM {} WHERE {w} GROUP BY route ORDER BY count() DESC, isNotNull(route), route LIMIT {}",
-                self.records(),
-                crate::query::MAX_ROUTES
-            ))
-            .await?
+        let routes: Vec<Value> = routes
             .into_iter()
             .map(|r| {
                 let c = |i: usize| r.get(i).map_or(0, u64_of);
@@ -224,19 +260,7 @@ impl ClickHouse {
                        "upstreamBufferedRate": rate(c(5), c(4))})
             })
             .collect();
-        // Per model, the busiest first (as `query::summary`): `model: null` holds answers whose
-        // stream named none and whose app set none.
-        let models: Vec<Value> = self
-            .rows(&format!(
-                "SELECT model, count(), count(ttft), quantilesTDigest(0.5, 0.95)(ttft), \
-                 count(perceived_ttft), quantilesTDigest(0.5, 0.95)(perceived_ttft), \
-                 count(stalls_count), sum(stalls_count > 0), count(buffered), sum(buffered), \
-                 count(upstream_buffered), sum(upstream_buffered) \
-                 FROM {} WHERE {w} GROUP BY model ORDER BY count() DESC, isNotNull(model), model LIMIT {}",
-                self.records(),
-                crate::query::MAX_MODELS
-            ))
-            .await?
+        let models: Vec<Value> = models
             .into_iter()
             .map(|r| {
                 let c = |i: usize| r.get(i).map_or(0, u64_of);
@@ -250,29 +274,13 @@ impl ClickHouse {
                        "upstreamBufferedRate": rate(c(11), c(10))})
             })
             .collect();
-        let stages: Vec<Value> = self
-            .stages(&w)
-            .await?
+        let mut stages = Self::client_stages(row.get(stages_at..).unwrap_or(&[]));
+        stages.extend(server);
+        let stages: Vec<Value> = stages
             .into_iter()
             .map(|(n, m, k)| json!({"stage": n, "median": m, "count": k, "server": n.starts_with("server:")}))
             .collect();
-        let mut bw = vec!["1".to_string()];
-        if let Some(a) = f.from.filter(|x| x.is_finite()) {
-            bw.push(format!("received_ms >= {}", num(a)));
-        }
-        if let Some(b) = f.to.filter(|x| x.is_finite()) {
-            bw.push(format!("received_ms < {}", num(b)));
-        }
-        let b = self
-            .rows(&format!(
-                "SELECT sum(dropped), sum(refused_old), sum(refused_future) FROM {}.beacons FINAL WHERE {}",
-                self.http.target.database,
-                bw.join(" AND ")
-            ))
-            .await?
-            .into_iter()
-            .next()
-            .unwrap_or_default();
+        let b = b.into_iter().next().unwrap_or_default();
         let bc = |i: usize| b.get(i).map_or(0, u64_of);
         Ok(json!({
             "count": c(0),
@@ -345,25 +353,30 @@ impl ClickHouse {
         let hi = row.iter().filter_map(f64_of).fold(0.0, f64::max);
         let bins = bins.clamp(1, 200);
         let width = if hi > 0.0 { hi / bins as f64 } else { 1.0 };
-        let mut series = Vec::new();
-        for (n, c) in names.iter().zip(&cols) {
-            let mut counts = vec![0u64; bins];
-            let mut total = 0;
-            for r in self
-                .rows(&format!(
-                    "SELECT least(toUInt64(floor({c} / {})), {}) AS b, count() FROM {} WHERE {w} AND {c} IS NOT NULL GROUP BY b",
-                    num(width),
-                    bins - 1,
-                    self.records()
-                ))
-                .await?
-            {
-                let k = u64_of(&r[1]);
-                counts[(u64_of(&r[0]) as usize).min(bins - 1)] += k;
-                total += k;
+        // Every metric's bins in one scan: the metrics side by side as an array, joined out.
+        let mut counts = vec![vec![0u64; bins]; cols.len()];
+        let rows = self
+            .rows(&format!(
+                "SELECT k, least(toUInt64(floor(v / {})), {}) AS b, count() FROM {} \
+                 ARRAY JOIN [{}] AS v, range({}) AS k WHERE {w} AND isNotNull(v) GROUP BY k, b",
+                num(width),
+                bins - 1,
+                self.records(),
+                cols.iter().map(|c| format!("toNullable(toFloat64({c}))")).collect::<Vec<_>>().join(", "),
+                cols.len()
+            ))
+            .await?;
+        for r in rows {
+            let (k, b) = (u64_of(&r[0]) as usize, u64_of(&r[1]) as usize);
+            if let Some(c) = counts.get_mut(k) {
+                c[b.min(bins - 1)] += u64_of(&r[2]);
             }
-            series.push(json!({"metric": n, "count": total, "counts": counts}));
         }
+        let series: Vec<Value> = names
+            .iter()
+            .zip(counts)
+            .map(|(n, c)| json!({"metric": n, "count": c.iter().sum::<u64>(), "counts": c}))
+            .collect();
         Ok(json!({"binWidth": width, "bins": bins, "series": series}))
     }
 
