@@ -40,6 +40,8 @@ pub const INSERT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const MIN_INSERT_GAP: Duration = Duration::from_millis(200);
 /// Records per insert at most.
 const GROUP_RECORDS: usize = 50_000;
+/// A spool backlog drains in inserts of about this many bytes (~6 000 records).
+const DRAIN_BYTES: u64 = 16 << 20;
 /// Spool retries back off from the first to the second.
 const BACKOFF: (Duration, Duration) = (Duration::from_millis(250), Duration::from_secs(10));
 
@@ -421,10 +423,14 @@ async fn drain(
                 schema_ready.store(true, Ordering::Release);
                 tracing::info!("ClickHouse: schema created");
             }
-            let next = spool.oldest().map_err(|e| format!("spool read: {e}"))?;
-            if let Some((seq, b)) = next {
+            let (seqs, b) = spool
+                .oldest_joined(DRAIN_BYTES)
+                .map_err(|e| format!("spool read: {e}"))?;
+            if !seqs.is_empty() {
                 insert(&http, &b).await.map_err(|e| e.to_string())?;
-                spool.remove(seq).map_err(|e| format!("spool remove: {e}"))?;
+                for seq in seqs {
+                    spool.remove(seq).map_err(|e| format!("spool remove: {e}"))?;
+                }
                 at_bound.store(false, Ordering::Relaxed);
             }
             Ok(())

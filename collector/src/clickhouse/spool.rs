@@ -145,13 +145,26 @@ impl Spool {
         }
     }
 
-    /// The oldest batch, read back (`None`: empty).
-    pub fn oldest(&self) -> io::Result<Option<(u64, Batch)>> {
-        let Some((seq, _)) = self.lock().files.front().copied() else {
-            return Ok(None);
+    /// The oldest batches, joined into one of about `max_bytes` at most (at least one batch):
+    /// a backlog drains in large inserts. Returns their sequence numbers and the joined batch.
+    pub fn oldest_joined(&self, max_bytes: u64) -> io::Result<(Vec<u64>, Batch)> {
+        let files: Vec<(u64, u64)> = {
+            let s = self.lock();
+            let mut total = 0;
+            s.files
+                .iter()
+                .take_while(|(_, n)| {
+                    total += n;
+                    total <= max_bytes || total == *n
+                })
+                .copied()
+                .collect()
         };
-        let b = Batch::decode(&fs::read(self.path(seq))?)?;
-        Ok(Some((seq, b)))
+        let mut joined = Batch::default();
+        for (seq, _) in &files {
+            joined.append(&Batch::decode(&fs::read(self.path(*seq))?)?);
+        }
+        Ok((files.into_iter().map(|f| f.0).collect(), joined))
     }
 
     /// The batch is in ClickHouse: forget it.
@@ -205,11 +218,15 @@ mod tests {
         let sp = Spool::open(&d, 60).unwrap();
         assert_eq!(sp.size().0, 3);
         assert!(!d.join("00000000000000000099.tmp").exists());
-        let (seq, first) = sp.oldest().unwrap().unwrap();
+        let (seq, first) = sp.oldest_joined(1).unwrap();
         assert_eq!(first, b("one\n"));
-        sp.remove(seq).unwrap();
-        assert_eq!(sp.oldest().unwrap().unwrap().1, b("two\n"));
+        sp.remove(seq[0]).unwrap();
+        assert_eq!(sp.oldest_joined(1).unwrap().1, b("two\n"));
         assert_eq!(sp.size(), (2, 31));
+        // Joined: as many oldest batches as fit the bytes given, at least one.
+        let (seqs, j) = sp.oldest_joined(31).unwrap();
+        assert_eq!((seqs.len(), j.records.as_slice(), j.beacons.as_slice()), (2, &b"two\n3333\n"[..], &b"{}\n{}\n"[..]));
+        assert_eq!(sp.oldest_joined(1).unwrap().0.len(), 1);
         let _ = fs::remove_dir_all(&d);
     }
 }
