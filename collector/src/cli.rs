@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use crate::alerts::{parse_budget, Budget};
-use crate::proxy::Cidr;
+use crate::serve::proxy::Cidr;
 
 pub const HELP: &str = "\
 llm-rum-collector: stores llm-rum beacons in SQLite, answers percentiles, fires alerts.
@@ -80,7 +80,7 @@ pub struct Config {
     pub listen: String,
     pub db: PathBuf,
     /// `--store clickhouse://…`; None: SQLite at `db`.
-    pub clickhouse: Option<crate::clickhouse::http::Target>,
+    pub clickhouse: Option<crate::store::clickhouse::http::Target>,
     pub spool: PathBuf,
     pub spool_max_mb: f64,
     pub allow_origins: Vec<String>,
@@ -213,7 +213,7 @@ fn apply(cfg: &mut Config, name: &str, v: &str) -> Result<(), String> {
         "listen" => cfg.listen = v.into(),
         "db" => cfg.db = v.into(),
         "store" if v == "sqlite" => cfg.clickhouse = None,
-        "store" => cfg.clickhouse = Some(crate::clickhouse::http::Target::parse(v)?),
+        "store" => cfg.clickhouse = Some(crate::store::clickhouse::http::Target::parse(v)?),
         "spool" => cfg.spool = v.into(),
         "spool-max-mb" => {
             cfg.spool_max_mb = match v.parse::<f64>() {
@@ -261,8 +261,8 @@ fn apply(cfg: &mut Config, name: &str, v: &str) -> Result<(), String> {
         }
         "query-budget" => cfg.query_budget_s = secs(v)?,
         "read-connections" => cfg.read_connections = count(v)?,
-        "metrics-route" => cfg.metrics_routes.push(crate::keys::safe_key(v, 512)),
-        "metrics-model" => cfg.metrics_models.push(crate::keys::safe_key(v, 256)),
+        "metrics-route" => cfg.metrics_routes.push(crate::ingest::keys::safe_key(v, 512)),
+        "metrics-model" => cfg.metrics_models.push(crate::ingest::keys::safe_key(v, 256)),
         "metrics-max-routes" => cfg.metrics_max_routes = count(v)?,
         "metrics-max-models" => cfg.metrics_max_models = count(v)?,
         "sync" => {

@@ -19,7 +19,7 @@ fn main() {
             Ok(cli::Parsed::Help) => {
                 let _ = std::io::stdout().write_all(cli::HELP.as_bytes());
             }
-            Ok(cli::Parsed::Run(c)) => match llm_rum_collector::rules::render(&c) {
+            Ok(cli::Parsed::Run(c)) => match llm_rum_collector::alerts::rules::render(&c) {
                 Ok(y) => {
                     let _ = std::io::stdout().write_all(y.as_bytes());
                 }

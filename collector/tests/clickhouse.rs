@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use common::clickhouse::ClickHouseServer;
 use common::*;
 use llm_rum_collector::cli::Config;
-use llm_rum_collector::clickhouse::http::Target;
+use llm_rum_collector::store::clickhouse::http::Target;
 use llm_rum_collector::rng::Rng;
 use serde_json::{json, Value};
 
@@ -405,7 +405,7 @@ async fn unreachable_at_start_the_collector_spools_says_so_and_drains() {
     run.state.storage.write(b, None, now_ms() as i64, Default::default()).await.expect("stored");
     let count = || async { ch.query("SELECT count() FROM rum_down.records FINAL FORMAT TSV").await.trim().to_string() };
     assert_eq!(count().await, (n + 1).to_string());
-    let llm_rum_collector::storage::Storage::ClickHouse(store) = &run.state.storage else {
+    let llm_rum_collector::store::Storage::ClickHouse(store) = &run.state.storage else {
         panic!("a ClickHouse store")
     };
     // A cutoff two days back keeps yesterday and today, drops the day three days back.

@@ -270,7 +270,7 @@ async fn the_largest_accepted_values_leave_every_api_working_across_restarts() {
     let old = TempDir::new("overflow-old");
     {
         let c = rusqlite::Connection::open(old.db()).unwrap();
-        c.execute_batch(llm_rum_collector::schema::BASELINE)
+        c.execute_batch(llm_rum_collector::store::sqlite::schema::BASELINE)
             .unwrap();
         for d in [i64::MAX, 1] {
             c.execute(
@@ -770,7 +770,7 @@ async fn unknown_fields_are_kept_to_1_kib() {
         .query_row("SELECT raw FROM records", [], |r| r.get(0))
         .unwrap();
     assert!(
-        raw.len() <= llm_rum_collector::raw::RAW_MAX,
+        raw.len() <= llm_rum_collector::ingest::raw::RAW_MAX,
         "{}",
         raw.len()
     );

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::*;
 use llm_rum_collector::rng::Rng;
-use llm_rum_collector::{clock, ingest};
+use llm_rum_collector::ingest::{self, clock};
 use serde_json::{json, Value};
 
 const MIN: f64 = 60_000.0;
@@ -446,7 +446,7 @@ async fn a_database_from_before_rollups_gets_them_built() {
     let run = llm_rum_collector::start(config(&old)).await.expect("migrated");
     let c = rusqlite::Connection::open(&old).unwrap();
     let v: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-    assert_eq!(v, llm_rum_collector::schema::VERSION);
+    assert_eq!(v, llm_rum_collector::store::sqlite::schema::VERSION);
     // A collector of schema 1 never stored `upstreamBuffered`: after the migrations, none.
     let recs: Vec<Value> = recs
         .into_iter()

@@ -109,7 +109,7 @@ pub fn run(a: &Args, rt: &tokio::runtime::Runtime) {
             .expect("records")
             + 1.0
     } else {
-        let end = llm_rum_collector::clock::now_ms();
+        let end = llm_rum_collector::ingest::clock::now_ms();
         let (cpu0, w0) = (cpu_s(child.id()), written_bytes(child.id()));
         rt.block_on(fill(a, addr, n, end - window_s * 1000.0, window_s * 1000.0));
         println!(

@@ -101,7 +101,7 @@ impl Ch {
     fn of(a: &Args) -> Option<Ch> {
         let args = a.get("--collector-args", "");
         let url = args.split_whitespace().find(|x| x.starts_with("clickhouse://"))?;
-        let t = llm_rum_collector::clickhouse::http::Target::parse(url).expect("--store URL");
+        let t = llm_rum_collector::store::clickhouse::http::Target::parse(url).expect("--store URL");
         let addr = t.base.trim_start_matches("http://").parse().expect("HOST:PORT as an IP address");
         Some(Ch { addr, db: t.database })
     }
@@ -312,7 +312,7 @@ fn rss_mib(pid: u32) -> f64 {
 }
 
 fn now_ms() -> f64 {
-    llm_rum_collector::clock::now_ms()
+    llm_rum_collector::ingest::clock::now_ms()
 }
 
 /// How many of `conns` the server has not closed (a read that would block = still open).
@@ -411,11 +411,12 @@ async fn park(a: &Args) {
 
 /// Retention's delete batches over N old records.
 async fn retention(a: &Args) {
-    use llm_rum_collector::{clock, ingest, retention, store};
+    use llm_rum_collector::ingest::{self, clock};
+    use llm_rum_collector::store::sqlite::{self as store, retention};
     let n: usize = a.num("--retention", "100000");
     let dir = temp_dir("retention");
     let db = dir.join("retention.db");
-    let counters = Arc::new(llm_rum_collector::counters::Counters::default());
+    let counters = Arc::new(llm_rum_collector::metrics::counters::Counters::default());
     let st = store::Store::open(
         &db,
         store::Sync::Full,

@@ -11,6 +11,13 @@
 //! is due, and a probe write when it has not committed for a while or its last commit failed,
 //! so `health()` (and `/healthz`) says whether a commit would succeed now.
 
+pub mod pool;
+pub mod retention;
+pub mod rollup;
+pub mod samples;
+pub mod schema;
+
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -19,12 +26,11 @@ use rusqlite::{params_from_iter, Connection, ToSql};
 use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::clock::Admitted;
-use crate::counters::{add, Counters};
+use crate::ingest::clock::Admitted;
+use crate::metrics::counters::{add, Counters};
 use crate::ingest::{Beacon, Row};
-use crate::agg::Sample;
-use crate::retention;
-use crate::rollup::Rollups;
+use crate::query::agg::Sample;
+use crate::store::sqlite::rollup::Rollups;
 
 /// Record columns in insert order (after `id`, `received_ms`).
 const COLS: [&str; 39] = [
@@ -136,7 +142,7 @@ impl Store {
     pub fn open(path: &Path, sync: Sync, wc: WriterConfig) -> Result<Store, String> {
         let mut conn =
             open_conn(path, sync).map_err(|e| format!("open {}: {e}", path.display()))?;
-        crate::schema::migrate(&mut conn)?;
+        crate::store::sqlite::schema::migrate(&mut conn)?;
         let rollups = Rollups::new();
         // Bounded: when the disk cannot keep up, handlers wait here (backpressure), not in RAM.
         let (tx, rx) = mpsc::channel::<Msg>(4096);
@@ -348,7 +354,7 @@ impl Writer {
                 .conn
                 .execute(
                     "INSERT INTO meta(key, value) VALUES ('probe', ?1) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                    [crate::clock::now_ms() as i64],
+                    [crate::ingest::clock::now_ms() as i64],
                 )
                 .map(|_| ())
                 .map_err(|e| e.to_string());
@@ -369,7 +375,7 @@ impl Writer {
                 let every = Duration::from_secs_f64((retain / 10_000.0).clamp(1.0, 60.0));
                 self.retention_due = Instant::now() + every;
                 self.pass = Some(Pass {
-                    cutoff_ms: (crate::clock::now_ms() - retain) as i64,
+                    cutoff_ms: (crate::ingest::clock::now_ms() - retain) as i64,
                     ..Pass::default()
                 });
                 self.retention_batch();
@@ -380,7 +386,7 @@ impl Writer {
     /// One compaction step (see `rollup`); stops being scheduled when none is due.
     fn compact_step(&mut self) {
         let t = Instant::now();
-        match self.rollups.compact_step(&mut self.conn, crate::clock::now_ms()) {
+        match self.rollups.compact_step(&mut self.conn, crate::ingest::clock::now_ms()) {
             Ok(true) => {
                 tracing::debug!(ms = t.elapsed().as_millis() as u64, "rollups compacted");
             }
@@ -397,7 +403,7 @@ impl Writer {
         let t = Instant::now();
         p.started.get_or_insert(t);
         let cutoff = p.cutoff_ms;
-        let r = retention::delete_batch(&mut self.conn, cutoff, retention::BATCH);
+        let r = crate::store::sqlite::retention::delete_batch(&mut self.conn, cutoff, crate::store::sqlite::retention::BATCH);
         let p = self.pass.as_mut().expect("pass");
         match r {
             Ok(d) => {
@@ -412,14 +418,14 @@ impl Writer {
                     &self.wc.counters.retention_records_deleted,
                     d.records as u64,
                 );
-                if d.full(retention::BATCH) {
+                if d.full(crate::store::sqlite::retention::BATCH) {
                     return; // more next time no beacon waits
                 }
             }
             Err(e) => tracing::error!(error = %e, "retention: delete failed (retried next pass)"),
         }
         let p = self.pass.take().expect("pass");
-        let pages = retention::vacuum_step(&self.conn).unwrap_or_else(|e| {
+        let pages = crate::store::sqlite::retention::vacuum_step(&self.conn).unwrap_or_else(|e| {
             tracing::warn!(error = %e, "retention: incremental vacuum failed");
             0
         });
@@ -480,7 +486,7 @@ fn write_batch(
                 let params = row_params(job.received_ms, b, r);
                 if ins.execute(params_from_iter(params.iter()))? == 0 {
                     // Stored before: only a partial gives way, and it leaves the rollups first.
-                    let Some(old) = crate::samples::stored_partial(&tx, &r.id)? else {
+                    let Some(old) = crate::store::sqlite::samples::stored_partial(&tx, &r.id)? else {
                         st.duplicates += 1;
                         continue;
                     };
@@ -527,7 +533,7 @@ fn write_batch(
             out.push(st);
         }
         for (m, n, d, o, f) in minutes {
-            crate::rollup::add_beacons(&tx, m, n, d, o, f)?;
+            crate::store::sqlite::rollup::add_beacons(&tx, m, n, d, o, f)?;
         }
         rollups.flush(&tx)?;
     }

@@ -23,12 +23,12 @@ use std::time::{Duration, Instant};
 use hyper::body::Bytes;
 use tokio::sync::{mpsc, oneshot, Notify};
 
-use crate::clock::Admitted;
-use crate::counters::{add, Counters};
+use crate::ingest::clock::Admitted;
+use crate::metrics::counters::{add, Counters};
 use crate::ingest::Beacon;
-use crate::store::Stored;
-use crate::clickhouse::http::{lit, ChError, Http, Target};
-use crate::clickhouse::spool::{Batch, PushError, Spool};
+use crate::store::sqlite::Stored;
+use crate::store::clickhouse::http::{lit, ChError, Http, Target};
+use crate::store::clickhouse::spool::{Batch, PushError, Spool};
 
 /// The schema (`{db}` = the database), statements separated by `;`.
 pub const SCHEMA: &str = include_str!("schema.sql");
@@ -197,7 +197,7 @@ impl ClickHouse {
             }
             *due = Instant::now() + Duration::from_secs(60);
         }
-        if let Err(e) = self.drop_days_before(crate::clock::now_ms() - retain).await {
+        if let Err(e) = self.drop_days_before(crate::ingest::clock::now_ms() - retain).await {
             tracing::warn!(error = %e, "ClickHouse retention failed (retried in a minute)");
         }
     }
@@ -205,7 +205,7 @@ impl ClickHouse {
     /// Drops the day partitions that end before `cutoff_ms` (a day is dropped once all of it
     /// is older than the retention: records live up to a day longer than `--retain-days`).
     pub async fn drop_days_before(&self, cutoff_ms: f64) -> Result<usize, ChError> {
-        let last_day = crate::clickhouse::rows::day(cutoff_ms - 86_400_000.0);
+        let last_day = crate::store::clickhouse::rows::day(cutoff_ms - 86_400_000.0);
         let db = &self.http.target.database;
         let t = Duration::from_secs(30);
         let parts = self
@@ -330,7 +330,7 @@ impl Writer {
             let mut batch = Batch::default();
             for j in &jobs {
                 let id = format!("{}-{}", self.node, self.next_beacon.fetch_add(1, Ordering::Relaxed));
-                crate::clickhouse::rows::beacon(&mut batch, &id, j.received_ms, j.client.as_deref(), &j.beacon, &j.admitted);
+                crate::store::clickhouse::rows::beacon(&mut batch, &id, j.received_ms, j.client.as_deref(), &j.beacon, &j.admitted);
             }
             // Straight to ClickHouse when nothing waits in the spool (order) and the schema is
             // there; otherwise, or when the insert fails, into the spool.

@@ -33,6 +33,9 @@
 //! `--metrics-max-models` have been seen; every other one is `other`. Values are safe keys
 //! (`keys::safe_key`: no quote, backslash or newline), which the text format needs.
 
+pub mod counters;
+
+
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
@@ -48,7 +51,7 @@ use prometheus_client::registry::Registry;
 use llm_rum::core::record::genai::CHUNK_BUCKETS_S;
 
 use crate::cli::Config;
-use crate::counters::Counters;
+use crate::metrics::counters::Counters;
 use crate::ingest::Row;
 
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -202,7 +205,7 @@ impl Metrics {
             .map(|(metric, name, help)| {
                 let f = Hist::new_with_constructor(histogram as fn() -> Histogram);
                 r.register(*name, format!("{help} ({metric}), per answer"), f.clone());
-                (crate::agg::metric_index(metric).expect("a known metric"), f)
+                (crate::query::agg::metric_index(metric).expect("a known metric"), f)
             })
             .collect();
         let answers = Family::<Answer, Counter>::default();
@@ -303,7 +306,7 @@ impl Metrics {
             outcome: r.outcome.clone(),
         };
         self.observe_genai(r);
-        let values = crate::agg::Sample::of(r).metrics;
+        let values = crate::query::agg::Sample::of(r).metrics;
         for (i, h) in &self.hists {
             if let Some(v) = values[*i] {
                 h.get_or_create(&a).observe(v / 1000.0);
@@ -439,7 +442,7 @@ impl Collector for Own {
             }
             let c = ConstCounter::new(*v);
             let full = format!("llm_rum_collector_{name}");
-            let m = enc.encode_descriptor(&full, crate::counters::help(name), None, c.metric_type())?;
+            let m = enc.encode_descriptor(&full, crate::metrics::counters::help(name), None, c.metric_type())?;
             c.encode(m)?;
         }
         for (name, help, v) in [
@@ -488,7 +491,7 @@ mod tests {
     #[test]
     fn every_budget_metric_with_a_histogram_is_a_known_metric() {
         for (m, name, _) in HISTOGRAMS {
-            assert!(crate::agg::metric_index(m).is_some(), "{m}");
+            assert!(crate::query::agg::metric_index(m).is_some(), "{m}");
             assert!(name.starts_with("llm_rum_") && name.ends_with("_seconds"));
         }
         assert!(BUCKETS.windows(2).all(|w| w[0] < w[1]));

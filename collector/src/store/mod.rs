@@ -7,18 +7,22 @@
 //! database). An enum rather than a trait object: two stores, async reads, and the match
 //! below is the whole of the dispatch.
 
+pub mod clickhouse;
+pub mod sqlite;
+
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::alerts::{Engine, Event, Source};
-use crate::clickhouse::{ClickHouse, WriteError};
-use crate::clock::Admitted;
+use crate::store::clickhouse::{ClickHouse, WriteError};
+use crate::ingest::clock::Admitted;
 use crate::ingest::Beacon;
-use crate::plan::{Ctx, Filter, QResult};
-use crate::pool::Pool;
-use crate::store::{Store, Stored};
+use crate::query::plan::{Ctx, Filter, QResult};
+use crate::store::sqlite::pool::Pool;
+use crate::store::sqlite::{Store, Stored};
 
 #[derive(Clone)]
 pub enum Storage {
@@ -86,7 +90,7 @@ impl Storage {
     pub fn percentiles(&self) -> &'static str {
         match self {
             Storage::Sqlite { .. } => crate::query::PERCENTILES,
-            Storage::ClickHouse(_) => crate::clickhouse::query::PERCENTILES,
+            Storage::ClickHouse(_) => crate::store::clickhouse::query::PERCENTILES,
         }
     }
 
@@ -158,20 +162,20 @@ impl Storage {
 /// shares one window, so one read of it (with every budget's metric) serves them all.
 pub struct DbSource<'a> {
     cx: &'a Ctx<'a>,
-    want: crate::agg::Want,
+    want: crate::query::agg::Want,
     /// The window last read, and its aggregate per model filter (`None`: every answer).
-    last: std::cell::RefCell<Option<((f64, f64), Vec<(Option<String>, Option<crate::agg::Agg>)>)>>,
+    last: std::cell::RefCell<Option<((f64, f64), Vec<(Option<String>, Option<crate::query::agg::Agg>)>)>>,
 }
 
 impl<'a> DbSource<'a> {
     pub fn new(cx: &'a Ctx<'a>, budgets: &[crate::alerts::Budget]) -> DbSource<'a> {
         let metrics = budgets
             .iter()
-            .filter_map(|b| crate::agg::metric_index(&b.metric))
+            .filter_map(|b| crate::query::agg::metric_index(&b.metric))
             .fold(0u16, |m, i| m | (1 << i));
         DbSource {
             cx,
-            want: crate::agg::Want { metrics, stages: false },
+            want: crate::query::agg::Want { metrics, stages: false },
             last: std::cell::RefCell::new(None),
         }
     }
@@ -179,7 +183,7 @@ impl<'a> DbSource<'a> {
 
 impl Source for DbSource<'_> {
     fn quantile(&self, metric: &str, q: f64, from: f64, to: f64, model: Option<&str>) -> Option<f64> {
-        let i = crate::agg::metric_index(metric)?;
+        let i = crate::query::agg::metric_index(metric)?;
         let mut last = self.last.borrow_mut();
         if last.as_ref().is_none_or(|(w, _)| *w != (from, to)) {
             *last = Some(((from, to), Vec::new()));
@@ -194,7 +198,7 @@ impl Source for DbSource<'_> {
                 model: model.clone(),
                 ..Filter::default()
             };
-            let agg = crate::plan::total(self.cx, &f, self.want)
+            let agg = crate::query::plan::total(self.cx, &f, self.want)
                 .map(|t| t.agg)
                 .map_err(|e| tracing::error!(error = %e, "alert query failed"))
                 .ok();
@@ -219,7 +223,7 @@ struct ChSource<'a> {
 
 impl Source for ChSource<'_> {
     fn quantile(&self, metric: &str, q: f64, from: f64, to: f64, model: Option<&str>) -> Option<f64> {
-        let i = crate::agg::metric_index(metric)?;
+        let i = crate::query::agg::metric_index(metric)?;
         self.rt
             .block_on(self.ch.quantile(i, q, from, to, model))
             .map_err(|e| tracing::error!(error = %e, "alert query failed"))

@@ -3,9 +3,9 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::agg::METRICS;
-use crate::clickhouse::spool::Batch;
-use crate::clock::Admitted;
+use crate::query::agg::METRICS;
+use crate::store::clickhouse::spool::Batch;
+use crate::ingest::clock::Admitted;
 use crate::ingest::{Beacon, Row};
 
 /// The marks' columns, in `ingest::MARKS` order.
@@ -36,7 +36,7 @@ pub fn day(ms: f64) -> String {
 }
 
 fn record(received_ms: i64, b: &Beacon, r: &Row) -> Value {
-    let values = crate::agg::Sample::of(r).metrics;
+    let values = crate::query::agg::Sample::of(r).metrics;
     let mut o = Map::new();
     o.insert("day".into(), json!(day(r.start_ms)));
     o.insert("hour".into(), json!((r.start_ms / 3_600_000.0).floor().max(0.0) as u32));

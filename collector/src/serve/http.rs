@@ -22,14 +22,14 @@ use serde_json::{json, Value};
 
 use crate::alerts::Engine;
 use crate::cli::Config;
-use crate::clock::{self, now_ms};
-use crate::counters::{add, Counters};
+use crate::ingest::clock::{self, now_ms};
+use crate::metrics::counters::{add, Counters};
 use crate::ingest::{self, MAX_BODY};
 use crate::log::Every;
-use crate::plan::QueryError;
+use crate::query::plan::QueryError;
 use crate::query::{self, Filter};
 use crate::serve::Registry;
-use crate::storage::Storage;
+use crate::store::Storage;
 
 pub struct AppState {
     pub cfg: Config,
@@ -96,11 +96,11 @@ pub fn router(state: Shared) -> Router {
         .route("/", get(dashboard))
         .route(
             "/dashboard.js",
-            get(|| asset("text/javascript; charset=utf-8", crate::dashboard::JS)),
+            get(|| asset("text/javascript; charset=utf-8", crate::serve::dashboard::JS)),
         )
         .route(
             "/dashboard.css",
-            get(|| asset("text/css; charset=utf-8", crate::dashboard::CSS)),
+            get(|| asset("text/css; charset=utf-8", crate::serve::dashboard::CSS)),
         )
         .merge(reads)
         .layer(middleware::map_response(nosniff))
@@ -275,7 +275,7 @@ async fn ingest(
         .get_all("x-forwarded-for")
         .into_iter()
         .filter_map(|v| v.to_str().ok());
-    let client = crate::proxy::client_ip(peer.ip(), xff, &s.cfg.trusted_proxies);
+    let client = crate::serve::proxy::client_ip(peer.ip(), xff, &s.cfg.trusted_proxies);
     let r = ingest_inner(&s, client, &h, body).await;
     with_cors(r, &cors)
 }
@@ -524,7 +524,7 @@ async fn summary(State(s): State<Shared>, Query(p): Query<Params>) -> Response {
 
 async fn timeseries(State(s): State<Shared>, Query(p): Query<Params>) -> Response {
     let metric = p.metric.clone().unwrap_or_else(|| "ttft".into());
-    let Some(idx) = crate::agg::metric_index(&metric) else {
+    let Some(idx) = crate::query::agg::metric_index(&metric) else {
         return err(
             StatusCode::BAD_REQUEST,
             format!(
@@ -607,12 +607,12 @@ async fn dashboard() -> Response {
         [
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),
             (header::CACHE_CONTROL, "no-store"),
-            (header::CONTENT_SECURITY_POLICY, crate::dashboard::CSP),
+            (header::CONTENT_SECURITY_POLICY, crate::serve::dashboard::CSP),
             // The page's URL may hold ?token= until its script moves it out: never send it on.
             (header::REFERRER_POLICY, "no-referrer"),
             (header::X_FRAME_OPTIONS, "DENY"),
         ],
-        crate::dashboard::HTML,
+        crate::serve::dashboard::HTML,
     )
         .into_response()
 }

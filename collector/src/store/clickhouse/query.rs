@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use crate::clickhouse::http::{lit, ChError};
-use crate::clickhouse::rows::day;
-use crate::clickhouse::ClickHouse;
-use crate::agg::{METRICS, STAGES};
-use crate::plan::{Filter, QResult, QueryError};
+use crate::store::clickhouse::http::{lit, ChError};
+use crate::store::clickhouse::rows::day;
+use crate::store::clickhouse::ClickHouse;
+use crate::query::agg::{METRICS, STAGES};
+use crate::query::plan::{Filter, QResult, QueryError};
 
 /// How the API describes its percentiles on ClickHouse.
 pub const PERCENTILES: &str = "ClickHouse quantileTDigest: between the values of rank ceil(q*n) -/+ (1 + ceil(n/100)) (exact counts)";
@@ -340,7 +340,7 @@ impl ClickHouse {
         let w = where_(f);
         let cols: Vec<&str> = names
             .iter()
-            .filter_map(|n| crate::agg::metric_index(n))
+            .filter_map(|n| crate::query::agg::metric_index(n))
             .map(|i| METRICS[i].1)
             .collect();
         let p99: Vec<String> = cols.iter().map(|c| format!("quantileTDigest(0.99)({c})")).collect();

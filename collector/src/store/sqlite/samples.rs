@@ -4,7 +4,7 @@
 
 use rusqlite::{Row, ToSql};
 
-use crate::agg::{Sample, Want, N_METRICS};
+use crate::query::agg::{Sample, Want, N_METRICS};
 
 /// Columns read per record, in `sample()`'s order: the key, the 12 metrics (`agg::METRICS`
 /// order; `stalls_count` is also a count), the counts, the marks; then the Server-Timing list
@@ -77,7 +77,7 @@ pub fn sample(r: &Row) -> rusqlite::Result<Sample> {
         route: r.get(2)?,
         model: r.get(3)?,
         metrics,
-        stages: crate::agg::stages_of(&marks),
+        stages: crate::query::agg::stages_of(&marks),
         stalls_count: r.get(14)?,
         stalls_network: r.get(16)?,
         stalls_render: r.get(17)?,
