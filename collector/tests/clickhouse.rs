@@ -139,6 +139,13 @@ fn exact_parts(s: &Value) -> Value {
     })
 }
 
+/// A GET that fails the test rather than hang it (bounded at 60 s).
+async fn get(addr: SocketAddr, path: &str) -> llm_rum_collector::client::Resp {
+    tokio::time::timeout(Duration::from_secs(60), common::get(addr, path))
+        .await
+        .unwrap_or_else(|_| panic!("GET {path}: no answer within 60 s"))
+}
+
 async fn wait_for(addr: SocketAddr, path: &str, within: Duration, ok: impl Fn(&Value) -> bool) -> Value {
     let t = Instant::now();
     loop {

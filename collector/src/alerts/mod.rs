@@ -148,6 +148,7 @@ pub enum Event {
     Resolved(u64),
 }
 
+#[derive(Clone)]
 pub struct Engine {
     pub budgets: Vec<Budget>,
     pub window_ms: f64,

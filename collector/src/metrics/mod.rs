@@ -4,7 +4,7 @@
 //! which is how latency SLOs are usually run, and `rules` turns budgets into its alerts.
 //!
 //! Families (times in seconds, the Prometheus base unit):
-//! * `llm_rum_<metric>_seconds{route, model, outcome}` histograms of `HISTOGRAMS`;
+//! * `llm_rum_<metric>_seconds{route, model, outcome}` histograms of `histograms()`;
 //! * `llm_rum_answers_total{route, model, outcome}`, `llm_rum_stalls_total{route, model, cause}`,
 //!   `llm_rum_buffered_answers_total{route, model}` (the UI held the text back),
 //!   `llm_rum_upstream_buffered_answers_total{route, model}` (a proxy or compression did),
@@ -56,18 +56,15 @@ use crate::ingest::Row;
 
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-/// Budget metric → histogram family. The metrics a budget can name that are not here
-/// (`itl.p50`, `itl.max`, `stalls.*`) have no histogram: `rules` says so.
-pub const HISTOGRAMS: &[(&str, &str, &str)] = &[
-    ("ttft", "llm_rum_ttft_seconds", "time to the first token (network)"),
-    ("ttfp", "llm_rum_ttfp_seconds", "time to the first painted text"),
-    ("perceivedTtft", "llm_rum_perceived_ttft_seconds", "first painted text, from the user's action"),
-    ("total", "llm_rum_total_seconds", "start to the last token"),
-    ("perceivedTotal", "llm_rum_perceived_total_seconds", "the user's action to the last painted text"),
-    ("tpot", "llm_rum_tpot_seconds", "time per output token"),
-    ("itl.p95", "llm_rum_itl_p95_seconds", "per answer: 95th percentile of the inter-token gaps"),
-    ("renderDelay.p95", "llm_rum_render_delay_p95_seconds", "per answer: 95th percentile of arrival-to-paint delay"),
-];
+/// Budget metric → histogram family and help, from the metric table (`agg::METRICS`). The
+/// metrics a budget can name that have none (`itl.p50`, `itl.max`, `stalls.*`) have no
+/// histogram: `rules` says so.
+pub fn histograms() -> Vec<(&'static str, &'static str, &'static str)> {
+    crate::query::agg::METRICS
+        .iter()
+        .filter_map(|m| m.histogram.map(|(family, help)| (m.name, family, help)))
+        .collect()
+}
 
 /// Bucket bounds (s): 1–1.5–2–3–5–7.5 per decade, 5 ms to 60 s. `histogram_quantile`
 /// interpolates inside a bucket, so its error is at most the bucket's width.
@@ -200,11 +197,11 @@ pub struct Metrics {
 impl Metrics {
     pub fn new(cfg: &Config) -> Metrics {
         let mut r = Registry::default();
-        let hists: Vec<(usize, Hist)> = HISTOGRAMS
-            .iter()
+        let hists: Vec<(usize, Hist)> = histograms()
+            .into_iter()
             .map(|(metric, name, help)| {
                 let f = Hist::new_with_constructor(histogram as fn() -> Histogram);
-                r.register(*name, format!("{help} ({metric}), per answer"), f.clone());
+                r.register(name, format!("{help} ({metric}), per answer"), f.clone());
                 (crate::query::agg::metric_index(metric).expect("a known metric"), f)
             })
             .collect();
@@ -490,7 +487,7 @@ mod tests {
 
     #[test]
     fn every_budget_metric_with_a_histogram_is_a_known_metric() {
-        for (m, name, _) in HISTOGRAMS {
+        for (m, name, _) in histograms() {
             assert!(crate::query::agg::metric_index(m).is_some(), "{m}");
             assert!(name.starts_with("llm_rum_") && name.ends_with("_seconds"));
         }

@@ -32,7 +32,7 @@ pub fn is_metric(name: &str) -> bool {
 }
 
 pub fn metric_names() -> Vec<&'static str> {
-    METRICS.iter().map(|(n, _)| *n).collect()
+    METRICS.iter().map(|m| m.name).collect()
 }
 
 /// Exact nearest-rank percentile of sorted values; `None` when empty (for the load generator's
@@ -92,7 +92,7 @@ pub fn summary(cx: &Ctx, f: &Filter) -> QResult<Value> {
     let t = crate::query::plan::total_by_route(cx, f, Want::ALL)?;
     let a = &t.agg;
     let mut metrics = Map::new();
-    for (i, (name, _)) in METRICS.iter().enumerate() {
+    for (i, name) in METRICS.iter().map(|m| m.name).enumerate() {
         metrics.insert(
             name.to_string(),
             serde_json::to_value(stat(&a.metrics[i])).unwrap_or(Value::Null),

@@ -659,7 +659,11 @@ pub async fn alert_loop(s: Shared) {
         let s2 = s.clone();
         let _ = tokio::task::spawn_blocking(move || {
             let t = Instant::now();
-            let mut e = s2.engine.lock().unwrap_or_else(|e| e.into_inner());
+            // Evaluated on a copy, the lock not held while the store answers: a read over the
+            // network (ClickHouse) must never hold `/api/alerts`, which takes the lock on a
+            // runtime thread, and through it the runtime that drives that very read. Only this
+            // loop changes the engine, so the copy replaces it whole.
+            let mut e = s2.engine.lock().unwrap_or_else(|e| e.into_inner()).clone();
             let r = s2.storage.evaluate(&mut e, now_ms()).map(|events| {
                 for ev in events {
                     let a = e.alerts.iter().find(|a| match ev {
@@ -672,7 +676,7 @@ pub async fn alert_loop(s: Shared) {
                     }
                 }
             });
-            drop(e);
+            *s2.engine.lock().unwrap_or_else(|e| e.into_inner()) = e;
             let ms = t.elapsed().as_secs_f64() * 1000.0;
             *s2.last_eval_ms.lock().unwrap_or_else(|e| e.into_inner()) = Some(ms);
             s2.metrics.alert_evaluated(ms / 1000.0);

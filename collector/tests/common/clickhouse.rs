@@ -127,9 +127,13 @@ impl ClickHouseServer {
     /// One statement over HTTP (curl-free: the collector's test client), its answer's text.
     pub async fn query(&self, sql: &str) -> String {
         let addr = format!("127.0.0.1:{}", self.http_port).parse().unwrap();
-        let r = llm_rum_collector::client::request(addr, "POST", "/", &[], sql.as_bytes())
-            .await
-            .expect("clickhouse query");
+        let r = tokio::time::timeout(
+            Duration::from_secs(60),
+            llm_rum_collector::client::request(addr, "POST", "/", &[], sql.as_bytes()),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{sql}: no answer from ClickHouse within 60 s"))
+        .expect("clickhouse query");
         assert_eq!(r.status, 200, "{sql}: {}", r.text());
         r.text()
     }

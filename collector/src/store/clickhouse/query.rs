@@ -191,7 +191,7 @@ impl ClickHouse {
             "sum(stalls_render)".into(),
         ];
         let fixed = cols.len();
-        for (_, col) in METRICS {
+        for col in METRICS.iter().map(|m| m.column) {
             cols.push(format!("count({col}), quantilesTDigest({qs})({col})"));
         }
         let stages_at = cols.len() + METRICS.len();
@@ -239,7 +239,7 @@ impl ClickHouse {
         let row = row.into_iter().next().unwrap_or_default();
         let c = |i: usize| row.get(i).map_or(0, u64_of);
         let mut metrics = Map::new();
-        for (i, (name, _)) in METRICS.iter().enumerate() {
+        for (i, name) in METRICS.iter().map(|m| m.name).enumerate() {
             let n = c(fixed + 2 * i);
             let q = row.get(fixed + 2 * i + 1).and_then(Value::as_array).cloned().unwrap_or_default();
             let p = |k: usize| if n > 0 { q.get(k).and_then(ms) } else { None };
@@ -308,7 +308,7 @@ impl ClickHouse {
         q: f64,
         bucket_ms: f64,
     ) -> QResult<Result<Vec<Value>, String>> {
-        let col = METRICS[metric].1;
+        let col = METRICS[metric].column;
         let max = crate::query::MAX_BUCKETS as u64;
         let rows = self
             .rows(&format!(
@@ -341,7 +341,7 @@ impl ClickHouse {
         let cols: Vec<&str> = names
             .iter()
             .filter_map(|n| crate::query::agg::metric_index(n))
-            .map(|i| METRICS[i].1)
+            .map(|i| METRICS[i].column)
             .collect();
         let p99: Vec<String> = cols.iter().map(|c| format!("quantileTDigest(0.99)({c})")).collect();
         let row = self
@@ -389,7 +389,7 @@ impl ClickHouse {
         to: f64,
         model: Option<&str>,
     ) -> QResult<Option<f64>> {
-        let col = METRICS[metric].1;
+        let col = METRICS[metric].column;
         let f = Filter {
             from: Some(from),
             to: Some(to),

@@ -36,7 +36,6 @@ pub fn day(ms: f64) -> String {
 }
 
 fn record(received_ms: i64, b: &Beacon, r: &Row) -> Value {
-    let values = crate::query::agg::Sample::of(r).metrics;
     let mut o = Map::new();
     o.insert("day".into(), json!(day(r.start_ms)));
     o.insert("hour".into(), json!((r.start_ms / 3_600_000.0).floor().max(0.0) as u32));
@@ -56,8 +55,8 @@ fn record(received_ms: i64, b: &Beacon, r: &Row) -> Value {
     o.insert("outcome".into(), json!(r.outcome));
     o.insert("format".into(), json!(r.format));
     // The metric columns by the one metric table (stalls.count is stored as the integer).
-    for ((_, col), v) in METRICS.iter().zip(values) {
-        o.insert((*col).into(), json!(v));
+    for m in &METRICS {
+        o.insert(m.column.into(), json!((m.value)(r)));
     }
     o.insert("stalls_count".into(), json!(r.stalls_count));
     o.insert("stalls_network".into(), json!(r.stalls_network));

@@ -32,8 +32,9 @@ use crate::ingest::{Beacon, Row};
 use crate::query::agg::Sample;
 use crate::store::sqlite::rollup::Rollups;
 
-/// Record columns in insert order (after `id`, `received_ms`).
-const COLS: [&str; 39] = [
+/// Record columns in insert order (after `received_ms`): `HEAD`, the metric table's columns
+/// (`agg::METRICS`, in its order), then `TAIL`; `row_params` binds the values in this order.
+const HEAD: [&str; 12] = [
     "start_ms",
     "session",
     "page",
@@ -46,20 +47,10 @@ const COLS: [&str; 39] = [
     "provider",
     "outcome",
     "format",
-    "ttft",
-    "ttfp",
-    "perceived_ttft",
-    "total",
-    "perceived_total",
-    "tpot",
-    "itl_p50",
-    "itl_p95",
-    "itl_max",
-    "render_delay_p95",
-    "stalls_count",
+];
+const TAIL: [&str; 15] = [
     "stalls_network",
     "stalls_render",
-    "stalls_total_ms",
     "buffered",
     "upstream_buffered",
     "hidden",
@@ -74,6 +65,14 @@ const COLS: [&str; 39] = [
     "raw",
     "id",
 ];
+
+fn cols() -> Vec<&'static str> {
+    HEAD.iter()
+        .copied()
+        .chain(crate::query::agg::METRICS.iter().map(|m| m.column))
+        .chain(TAIL.iter().copied())
+        .collect()
+}
 
 pub use crate::cli::Sync;
 
@@ -452,12 +451,13 @@ fn write_batch(
     let tx = conn.transaction()?;
     let mut out = Vec::with_capacity(batch.len());
     {
-        let placeholders = vec!["?"; COLS.len() + 1].join(",");
+        let all = cols();
+        let placeholders = vec!["?"; all.len() + 1].join(",");
         let updates: Vec<String> = std::iter::once("received_ms".to_string())
-            .chain(COLS.iter().filter(|c| **c != "id").map(|c| c.to_string()))
+            .chain(all.iter().filter(|c| **c != "id").map(|c| c.to_string()))
             .map(|c| format!("{c}=excluded.{c}"))
             .collect();
-        let cols = COLS.join(",");
+        let cols = all.join(",");
         // New ids insert; an id already stored is looked at (below) before anything changes.
         let mut ins = tx.prepare_cached(&format!(
             "INSERT INTO records(received_ms,{cols}) VALUES({placeholders}) ON CONFLICT(id) DO NOTHING"
@@ -543,7 +543,7 @@ fn write_batch(
 
 fn row_params<'a>(received_ms: i64, b: &'a Beacon, r: &'a Row) -> Vec<Box<dyn ToSql + 'a>> {
     let m = &r.marks;
-    vec![
+    let mut v: Vec<Box<dyn ToSql + 'a>> = vec![
         Box::new(received_ms),
         Box::new(r.start_ms),
         Box::new(&b.session),
@@ -557,20 +557,18 @@ fn row_params<'a>(received_ms: i64, b: &'a Beacon, r: &'a Row) -> Vec<Box<dyn To
         Box::new(&r.provider),
         Box::new(&r.outcome),
         Box::new(&r.format),
-        Box::new(r.ttft),
-        Box::new(r.ttfp),
-        Box::new(r.perceived_ttft),
-        Box::new(r.total),
-        Box::new(r.perceived_total),
-        Box::new(r.tpot),
-        Box::new(r.itl_p50),
-        Box::new(r.itl_p95),
-        Box::new(r.itl_max),
-        Box::new(r.render_delay_p95),
-        Box::new(r.stalls_count),
-        Box::new(r.stalls_network),
+    ];
+    for metric in &crate::query::agg::METRICS {
+        // stalls.count is a count: stored as the integer it is.
+        if metric.column == "stalls_count" {
+            v.push(Box::new(r.stalls_count));
+        } else {
+            v.push(Box::new((metric.value)(r)));
+        }
+    }
+    v.extend([
+        Box::new(r.stalls_network) as Box<dyn ToSql + 'a>,
         Box::new(r.stalls_render),
-        Box::new(r.stalls_total_ms),
         Box::new(r.buffered),
         Box::new(r.upstream_buffered),
         Box::new(r.hidden),
@@ -584,5 +582,6 @@ fn row_params<'a>(received_ms: i64, b: &'a Beacon, r: &'a Row) -> Vec<Box<dyn To
         Box::new(m[7]),
         Box::new(&r.raw),
         Box::new(&r.id),
-    ]
+    ]);
+    v
 }
