@@ -22,17 +22,17 @@
 //!   dashboard (`dashboard`).
 //! - `metrics/`: the Prometheus exposition (`mod`), what was refused or closed, and why
 //!   (`counters`).
-//! - `cli` (flags and config file), `log` (logging that cannot stop the collector), `client` (a
-//!   minimal HTTP/1.1 client for the tests and the load generator), `rng` (their PRNG).
+//! - `cli` (flags and config file), `log` (logging that cannot stop the collector).
+//!
+//! Not shipped here: the tests' and load generator's HTTP client and PRNG (`testkit/`), the
+//! load generator (`loadgen/`).
 
 pub mod alerts;
 pub mod cli;
-pub mod client;
 pub mod ingest;
 pub mod log;
 pub mod metrics;
 pub mod query;
-pub mod rng;
 pub mod serve;
 pub mod store;
 

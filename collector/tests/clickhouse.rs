@@ -18,7 +18,7 @@ use common::clickhouse::ClickHouseServer;
 use common::*;
 use llm_rum_collector::cli::Config;
 use llm_rum_collector::store::clickhouse::http::Target;
-use llm_rum_collector::rng::Rng;
+use llm_rum_collector_testkit::rng::Rng;
 use serde_json::{json, Value};
 
 fn ch_config(url: &str, spool: &TempDir) -> Config {
@@ -140,7 +140,7 @@ fn exact_parts(s: &Value) -> Value {
 }
 
 /// A GET that fails the test rather than hang it (bounded at 60 s).
-async fn get(addr: SocketAddr, path: &str) -> llm_rum_collector::client::Resp {
+async fn get(addr: SocketAddr, path: &str) -> llm_rum_collector_testkit::client::Resp {
     tokio::time::timeout(Duration::from_secs(60), common::get(addr, path))
         .await
         .unwrap_or_else(|_| panic!("GET {path}: no answer within 60 s"))

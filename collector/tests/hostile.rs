@@ -9,7 +9,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
-use llm_rum_collector::client::{self, Conn};
+use llm_rum_collector_testkit::client::{self, Conn};
 use llm_rum_demo::nginx::Nginx;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

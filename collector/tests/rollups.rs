@@ -11,7 +11,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use llm_rum_collector::rng::Rng;
+use llm_rum_collector_testkit::rng::Rng;
 use llm_rum_collector::ingest::{self, clock};
 use serde_json::{json, Value};
 

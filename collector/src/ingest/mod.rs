@@ -581,7 +581,7 @@ mod tests {
         }
     }
 
-    use crate::rng::Rng;
+    use llm_rum_collector_testkit::rng::Rng;
 
     fn is_key(s: &str) -> bool {
         s.bytes()

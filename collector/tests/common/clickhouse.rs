@@ -129,7 +129,7 @@ impl ClickHouseServer {
         let addr = format!("127.0.0.1:{}", self.http_port).parse().unwrap();
         let r = tokio::time::timeout(
             Duration::from_secs(60),
-            llm_rum_collector::client::request(addr, "POST", "/", &[], sql.as_bytes()),
+            llm_rum_collector_testkit::client::request(addr, "POST", "/", &[], sql.as_bytes()),
         )
         .await
         .unwrap_or_else(|_| panic!("{sql}: no answer from ClickHouse within 60 s"))

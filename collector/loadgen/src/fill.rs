@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use llm_rum_collector::client::Conn;
-use llm_rum_collector::rng::Rng;
+use llm_rum_collector_testkit::client::Conn;
+use llm_rum_collector_testkit::rng::Rng;
 use serde_json::{json, Value};
 
 use super::{cpu_s, spawn_collector, temp_dir, written_bytes, Args, Ch};

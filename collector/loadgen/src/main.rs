@@ -18,7 +18,7 @@
 //! `--retention N`: N records received two days ago in a fresh database (no server), then
 //! retention's delete batches until none is left: time per batch, and the vacuum step.
 //!
-//!   cargo build --release -p llm-rum-collector
+//!   cargo build --release -p llm-rum-collector -p llm-rum-loadgen
 //!   target/release/llm-rum-loadgen --clients 32 --seconds 10
 //!   target/release/llm-rum-loadgen --park 3000
 //!   target/release/llm-rum-loadgen --retention 100000
@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use llm_rum_collector::client::Conn;
+use llm_rum_collector_testkit::client::Conn;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -108,7 +108,7 @@ impl Ch {
 
     /// One statement, its answer's text (TSV).
     async fn query(&self, sql: &str) -> String {
-        let r = llm_rum_collector::client::request(self.addr, "POST", "/", &[], format!("{sql} FORMAT TSV").as_bytes())
+        let r = llm_rum_collector_testkit::client::request(self.addr, "POST", "/", &[], format!("{sql} FORMAT TSV").as_bytes())
             .await
             .expect("clickhouse");
         assert_eq!(r.status, 200, "{sql}: {}", r.text());
@@ -381,7 +381,7 @@ async fn park(a: &Args) {
     let t = Instant::now();
     let normal = match tokio::time::timeout(Duration::from_secs(10), async {
         let b = json!({"v": 1, "records": [record("normal", now_ms())]}).to_string();
-        llm_rum_collector::client::request(addr, "POST", "/v1/rum", &[], b.as_bytes()).await
+        llm_rum_collector_testkit::client::request(addr, "POST", "/v1/rum", &[], b.as_bytes()).await
     })
     .await
     {
