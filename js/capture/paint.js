@@ -29,6 +29,14 @@ const FINISH_AFTER_END_MS = 3000;
 // paint probes use). Mutation callbacks run before the frame that paints the change, so the
 // element found is measured in that same frame: its first paint is bracketed as it would be
 // with rum.observe(el). The document observer is disconnected as soon as no stream waits.
+//
+// An answer's first frames can show no letters to find it by: a literal `#`, `-` or backtick
+// before the renderer knows what they start, an empty code box under its "JavaScript" label
+// (issue 29). So each frame while a stream waits is bracketed like a paint (its rAF callback, a
+// message after it) and remembered with the elements that changed in it and their text length;
+// when an element is found, the earlier frames that changed it (or something inside it) are
+// reported as its paints first: its first paint is the frame rum.observe(el) would have seen.
+// The core keeps out frames before the answer's first arrival (a "typing…" placeholder).
 /** Distinct changed nodes remembered per frame (more are dropped until the next frame). */
 const AUTO_MAX_NODES = 512;
 /** Levels climbed from a changed node to the answer's own container. */
@@ -36,6 +44,10 @@ const AUTO_MAX_CLIMB = 8;
 /** A container may hold this much text before the answer (a "Assistant:" label) and still be
  * the answer's: more is a chat log's earlier messages. */
 const AUTO_MAX_LABEL = 40;
+/** Frames remembered while streams wait for their element (a first paint before letters). */
+const AUTO_FRAMES = 32;
+/** Changed elements remembered per frame. */
+const AUTO_FRAME_ELS = 32;
 /** A stream that ended unfound: frames with nothing answer-like changing before giving up… */
 const AUTO_QUIET_FRAMES = 3;
 /** …or this long (hidden pages run no frames). */
@@ -337,6 +349,9 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     if (!waiting.size && finder) {
       finder.mo.disconnect();
       cancelAnimationFrame(finder.raf);
+      finder.chan.port1.onmessage = null;
+      finder.chan.port1.close();
+      finder.chan.port2.close();
       finder = null;
     }
   }
@@ -359,7 +374,12 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
   }
 
   function arm() {
-    const f = { mo: null, nodes: new Set(), raf: 0 };
+    // frames: [{ lo, hi, els: [{ el, len }] }], oldest first (hi: 0 until its message came)
+    const f = { mo: null, nodes: new Set(), raf: 0, frames: [], chan: new MessageChannel() };
+    f.chan.port1.onmessage = () => {
+      const now = performance.now();
+      for (const fr of f.frames) if (!fr.hi) fr.hi = now;
+    };
     f.mo = new MutationObserver((records) => {
       // Per mutation only this (an observer callback must not throw into the page).
       try {
@@ -396,6 +416,8 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     f.raf = 0;
     if (finder !== f) return;
     try {
+      const frame = { lo: performance.now(), hi: 0, els: [] };
+      f.chan.port2.postMessage(0);
       const nodes = [...f.nodes];
       f.nodes.clear();
       const seen = new Set();
@@ -406,15 +428,24 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
         if (!hs.length || !el || el.nodeType !== 1 || seen.has(el) || !el.isConnected) continue;
         seen.add(el);
         if ([...watches.values()].some((w) => w.el.contains(el))) continue;
+        const probe = tailText(el, PROBE_CHARS);
+        let bound = false;
         for (const h of hs) {
-          const hit = claim(h, el);
+          const hit = claim(h, el, probe);
           if (hit === 0) continue;
           near = true;
           if (hit && watch(h, hit.el, false, hit.base, PAINT_AUTO, true)) {
+            backdate(f, h, hit.el, hit.base);
             hs = hs.filter((x) => x !== h);
+            bound = true;
             break;
           }
         }
+        if (!bound && frame.els.length < AUTO_FRAME_ELS) frame.els.push({ el, len: probe.length });
+      }
+      if (frame.els.length) {
+        f.frames.push(frame);
+        if (f.frames.length > AUTO_FRAMES) f.frames.shift();
       }
       for (const [h, s] of waiting) {
         if (!s.ended) continue;
@@ -434,9 +465,8 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
    * container of one element per paragraph), not crossing a shadow root — and where in its
    * text the answer starts.
    */
-  function claim(h, el) {
+  function claim(h, el, probe) {
     const ask = (text, whole) => core.fenced((c) => c.claim(h, text, whole), -1);
-    const probe = tailText(el, PROBE_CHARS);
     // Cheap first: the element's end must be the answer's (its last chars; a short element
     // whole).
     if (ask(probe, probe.length < PROBE_CHARS) < 0) return 0;
@@ -455,6 +485,27 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
       hit = { el: a, base };
     }
     return hit;
+  }
+
+  /**
+   * `h`'s element `el` was found this frame: the frames remembered before it that changed `el`
+   * or something in it go to the core as its paints first (oldest first; the Watch measures
+   * this frame). A frame's text length is its changed elements' (the longest; the found
+   * element's less the text before the answer), read up to PROBE_CHARS: a first paint shows
+   * little, and what the frame showed is all the core needs. Frames that showed no text are
+   * not paints, as for rum.observe(el).
+   */
+  function backdate(f, h, el, base) {
+    for (const fr of f.frames) {
+      if (!fr.hi) continue;
+      let len = 0;
+      for (const x of fr.els) if (x.el === el || el.contains(x.el)) len = Math.max(len, x.el === el ? x.len - base : x.len);
+      if (len > 0 && core.fenced((c) => c.paint(h, (fr.lo + fr.hi) / 2, len, (fr.hi - fr.lo) / 2, ''), false)) {
+        const w = watches.get(h); // the record is complete (its end was painted already)
+        if (w) p.done(w);
+        return;
+      }
+    }
   }
 
   /** Whether the app named `h`'s answer element (rum.observe), rather than a container. */
