@@ -493,13 +493,17 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
    * this frame). A frame's text length is its changed elements' (the longest; the found
    * element's less the text before the answer), read up to PROBE_CHARS: a first paint shows
    * little, and what the frame showed is all the core needs. Frames that showed no text are
-   * not paints, as for rum.observe(el).
+   * not paints, as for rum.observe(el); frames before the answer's first arrival are not
+   * either (the core ignores them).
    */
   function backdate(f, h, el, base) {
     for (const fr of f.frames) {
       if (!fr.hi) continue;
       let len = 0;
-      for (const x of fr.els) if (x.el === el || el.contains(x.el)) len = Math.max(len, x.el === el ? x.len - base : x.len);
+      // `base` is measured on the element's text now: markup a renderer showed before the
+      // answer's first letter (a literal ```js, a code box's label) is in it, and was all an
+      // early frame showed: still a paint of the answer (at least 1 char).
+      for (const x of fr.els) if (x.el === el || el.contains(x.el)) len = Math.max(len, x.el === el ? Math.max(x.len - base, Math.min(x.len, 1)) : x.len);
       if (len > 0 && core.fenced((c) => c.paint(h, (fr.lo + fr.hi) / 2, len, (fr.hi - fr.lo) / 2, ''), false)) {
         const w = watches.get(h); // the record is complete (its end was painted already)
         if (w) p.done(w);
