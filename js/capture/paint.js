@@ -365,7 +365,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
 
   function look(h) {
     if (!observed(h, PAINT_NONE)) return;
-    waiting.set(h, { ended: false, quiet: 0, timer: 0 });
+    waiting.set(h, { ended: false, quiet: 0, timer: 0, since: performance.now() });
     try {
       if (!finder) arm();
     } catch (e) {
@@ -431,7 +431,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
         const probe = tailText(el, PROBE_CHARS);
         let bound = false;
         for (const h of hs) {
-          const hit = claim(h, el, probe);
+          const hit = claim(h, el, probe, f);
           if (hit === 0) continue;
           near = true;
           if (hit && watch(h, hit.el, false, hit.base, PAINT_AUTO, true)) {
@@ -441,7 +441,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
             break;
           }
         }
-        if (!bound && frame.els.length < AUTO_FRAME_ELS) frame.els.push({ el, len: probe.length });
+        if (!bound && frame.els.length < AUTO_FRAME_ELS) frame.els.push({ el, len: probe.length, up: chain(el) });
       }
       if (frame.els.length) {
         f.frames.push(frame);
@@ -460,18 +460,23 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
 
   /**
    * Does `el` show `h`'s answer? 0: nothing like it; null: its end is the answer's latest
-   * text, but no container of it shows the answer from its start (yet); else the element to
-   * observe — the highest from `el` up that holds this answer and nothing else (the common
-   * container of one element per paragraph), not crossing a shadow root — and where in its
-   * text the answer starts.
+   * text, but no container of it shows the answer from its start (yet), or a container that
+   * may is not sure yet; else the element to observe and where in its text the answer starts.
+   * The element is the highest from `el` up that holds this answer and nothing else (the common
+   * container of one element per paragraph), not crossing a shadow root; a container with text
+   * before the answer (a label, at most AUTO_MAX_LABEL chars) only where the answer's own
+   * earlier changes were in it (`f`'s frames since `h` began waiting): the renderer's root, with
+   * a code box's "JavaScript" label in it, rather than the code box — not the chat's bubble
+   * around a clean element.
    */
-  function claim(h, el, probe) {
+  function claim(h, el, probe, f) {
     const ask = (text, whole) => core.fenced((c) => c.claim(h, text, whole), -1);
     // Cheap first: the element's end must be the answer's (its last chars; a short element
     // whole).
     if (ask(probe, probe.length < PROBE_CHARS) < 0) return 0;
     let hit = null;
-    for (let a = el, i = 0; a && a.nodeType === 1 && a !== document.body && i < AUTO_MAX_CLIMB; a = a.parentNode, i++) {
+    let a = el;
+    for (let i = 0; a && a.nodeType === 1 && a !== document.body && i < AUTO_MAX_CLIMB; a = a.parentNode, i++) {
       const r = ask(a.textContent, true);
       if (r < 0) {
         if (hit) break;
@@ -484,8 +489,47 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
       }
       hit = { el: a, base };
     }
+    if (!hit) return null;
+    // Up to the common container of what this answer changed before, each level still this
+    // answer (`-2`: perhaps, too little of it after a label yet: wait for a frame with more,
+    // unless the stream ended).
+    const top = reach(hit.el, f, waiting.get(h));
+    for (let a = hit.el; a !== top && a.parentNode && a.parentNode.nodeType === 1; ) {
+      a = a.parentNode;
+      const r = ask(a.textContent, true);
+      if (r === -2 && !waiting.get(h).ended) return null;
+      if (r < 0 || Math.floor(r / 2) > AUTO_MAX_LABEL) break;
+      hit = { el: a, base: Math.floor(r / 2) };
+    }
     return hit;
   }
+
+  /** The lowest ancestor of `el` (within AUTO_MAX_CLIMB) holding every element that changed
+   * with text in `f`'s frames since `s` began waiting, or `el` itself. */
+  function reach(el, f, s) {
+    let top = el;
+    for (const fr of f.frames) {
+      if (fr.lo < s.since) continue;
+      for (const x of fr.els) {
+        const at = x.el.isConnected ? x.el : x.up.find((u) => u.isConnected); // what is left of it
+        if (!x.len || !at || top.contains(at)) continue;
+        let a = top;
+        for (let i = 0; a && a.nodeType === 1 && a !== document.body && i < AUTO_MAX_CLIMB && !a.contains(at); i++) a = a.parentNode;
+        if (a && a.nodeType === 1 && a !== document.body && a.contains(at)) top = a;
+      }
+    }
+    return top;
+  }
+
+  /** `el`'s ancestors (AUTO_MAX_CLIMB of them): where it was, should a re-render replace it. */
+  function chain(el) {
+    const up = [];
+    for (let a = el.parentNode; a && a.nodeType === 1 && up.length < AUTO_MAX_CLIMB; a = a.parentNode) up.push(a);
+    return up;
+  }
+
+  /** Whether remembered change `x` was inside `el` (it, or an ancestor it had then, still is). */
+  const within = (el, x) => el.contains(x.el) || (!x.el.isConnected && x.up.some((u) => u === el || (u.isConnected && el.contains(u))));
 
   /**
    * `h`'s element `el` was found this frame: the frames remembered before it that changed `el`
@@ -503,7 +547,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
       // `base` is measured on the element's text now: markup a renderer showed before the
       // answer's first letter (a literal ```js, a code box's label) is in it, and was all an
       // early frame showed: still a paint of the answer (at least 1 char).
-      for (const x of fr.els) if (x.el === el || el.contains(x.el)) len = Math.max(len, x.el === el ? Math.max(x.len - base, Math.min(x.len, 1)) : x.len);
+      for (const x of fr.els) if (x.el === el || within(el, x)) len = Math.max(len, x.el === el ? Math.max(x.len - base, Math.min(x.len, 1)) : x.len);
       if (len > 0 && core.fenced((c) => c.paint(h, (fr.lo + fr.hi) / 2, len, (fr.hi - fr.lo) / 2, ''), false)) {
         const w = watches.get(h); // the record is complete (its end was painted already)
         if (w) p.done(w);

@@ -42,7 +42,7 @@ const LIBS = [
   { name: 'streamdown', named: '.msg.assistant .md', turns: ['code', 'list', 'steps', 'stop:default', 'regenerate'] },
   { name: 'vue', named: '.msg.assistant .text', turns: ['default', 'code', 'list', 'stop:steps', 'regenerate'] },
   { name: 'assistant-ui', named: '.msg.assistant .md', turns: ['steps', 'code', 'list', 'stop:default', 'regenerate'] },
-  { name: 'nlux', named: '.nlux-comp-chatItem-participantMessage-received, [data-nlux-participant=assistant] .nlux-markdown-container', turns: ['list', 'code', 'steps', 'default'] },
+  { name: 'nlux', named: '.nlux_msg_received .nlux-markdown-container', turns: ['list', 'code', 'steps', 'default'] },
 ];
 
 const figures = {};

@@ -63,6 +63,16 @@ pub fn keep(c: char) -> bool {
     )
 }
 
+/// Auto mode's answer for one element's text ([`TextTail::claim_or_maybe`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Claim {
+    No,
+    /// The answer's start after other text, too short yet to tell.
+    Maybe,
+    /// The UTF-16 offset where the answer starts, and whether only markup comes before it.
+    Yes(u32, bool),
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct TextTail {
     /// (char, raw chars up to and including it), a ring once full.
@@ -209,12 +219,23 @@ impl TextTail {
     /// Returns the UTF-16 offset in `text` where the answer starts (0 when nothing but
     /// markup and whitespace comes before it: `clean`), or None.
     pub fn claim(&self, text: &str) -> Option<(u32, bool)> {
+        match self.claim_or_maybe(text) {
+            Claim::Yes(base, clean) => Some((base, clean)),
+            Claim::No | Claim::Maybe => None,
+        }
+    }
+
+    /// As [`TextTail::claim`], telling "no" from "not yet": `Maybe` when the text shows the
+    /// answer's start after other text, but too little of it to tell it from other text
+    /// (fewer than `PROBE` kept chars) — a renderer's label ("JavaScript") before the first
+    /// line of code. Auto mode waits for more rather than settle for an element inside.
+    pub fn claim_or_maybe(&self, text: &str) -> Claim {
         self.settled().claim_settled(text)
     }
 
-    fn claim_settled(&self, text: &str) -> Option<(u32, bool)> {
+    fn claim_settled(&self, text: &str) -> Claim {
         if self.start != 0 || self.kept == 0 {
-            return None;
+            return Claim::No;
         }
         // (kept char, UTF-16 offset just after it)
         let mut k: Vec<(char, u32)> = Vec::new();
@@ -228,13 +249,18 @@ impl TextTail {
         // (An element shorter than the anchor must be all answer: checked below.)
         let m = ANCHOR.min(self.kept as usize).min(k.len());
         if m == 0 {
-            return None;
+            return Claim::No;
         }
-        let s = (0..=k.len() - m).rev().find(|&s| (0..m).all(|i| self.answer_at(i) == k.get(s + i).map(|x| x.0)))?;
+        let Some(s) = (0..=k.len() - m).rev().find(|&s| (0..m).all(|i| self.answer_at(i) == k.get(s + i).map(|x| x.0))) else {
+            return Claim::No;
+        };
         let rest = k.len() - s;
         let clean = s == 0;
         if rest < PROBE && !clean {
-            return None;
+            // The rest must be the answer's start char for char (rest < PROBE ≤ HEAD: all in
+            // the remembered head).
+            let prefix = (0..rest).all(|i| self.answer_at(i) == k.get(s + i).map(|x| x.0));
+            return if prefix { Claim::Maybe } else { Claim::No };
         }
         let shows = if rest <= HEAD {
             (0..rest).all(|i| self.answer_at(i) == k.get(s + i).map(|x| x.0))
@@ -246,7 +272,11 @@ impl TextTail {
             self.find_kept(&want, None).is_some()
         };
         let base = if clean { 0 } else { k.get(s - 1).map_or(0, |x| x.1) };
-        shows.then_some((base, clean))
+        if shows {
+            Claim::Yes(base, clean)
+        } else {
+            Claim::No
+        }
     }
 }
 
@@ -353,6 +383,10 @@ mod tests {
         // A label of the renderer's own wording before the code: once the code is long enough
         // to tell it from other text, with the offset after the label.
         assert_eq!(t.claim("JavaScript\nconst start"), None);
+        assert_eq!(t.claim_or_maybe("JavaScript\nconst start"), Claim::Maybe);
+        assert_eq!(t.claim_or_maybe("JavaScript\nconst stop"), Claim::No);
+        assert_eq!(t.claim_or_maybe("JavaScript\nconst"), Claim::No); // shorter than the anchor
+        assert_eq!(t.claim_or_maybe("Tell me about const"), Claim::No);
         assert_eq!(t.claim("JavaScript\nconst start = performance"), Some((10, false)));
         assert_eq!(t.claim("js Copy\nconst start = performance"), Some((7, false)));
         // A list, a heading, a numbered list: bullets, `#` and numbers are not on screen.
