@@ -10,7 +10,7 @@
 //! block marker, a fence of 3+ backticks or tildes whose line's rest is its info string, an
 //! ordered-list number of up to 9 digits followed by `.` or `)` and a space or line end. A
 //! number at a line's start is held until the char after its `.`/`)` says what it is (the
-//! answer "42" alone stays held: `TextTail::settled` releases it for a match). Inside a fenced
+//! answer "42" alone stays held: `TextTail::claim` counts held digits as text). Inside a fenced
 //! block nothing is dropped but the closing fence (code's `f[0](x)` and `1.` are text there).
 //! Misreading costs a probe (the proportional mapping stands in) or a later `claim`, never a
 //! wrong one: both sides of a match are normalised, and the screen side keeps every letter.
@@ -72,9 +72,9 @@ impl Markdown {
         self.held[..n].iter().copied()
     }
 
-    /// Whether digits are held.
-    pub fn holding(&self) -> bool {
-        self.n_held > 0
+    /// The digits held (with their raw positions), oldest first.
+    pub fn held(&self) -> &[(char, u32)] {
+        &self.held[..self.n_held]
     }
 
     /// Raw char `c`, the `pos`-th of the answer.
@@ -253,9 +253,9 @@ mod tests {
         let mut m = Markdown::default();
         assert_eq!(m.step('1', 1), Step::Hold);
         assert_eq!(m.step('2', 2), Step::Hold);
-        assert!(m.holding());
+        assert_eq!(m.held(), [('1', 1), ('2', 2)]);
         assert_eq!(m.step('a', 3), Step::Release(true));
         assert_eq!(m.take_held().collect::<alloc::vec::Vec<_>>(), [('1', 1), ('2', 2)]);
-        assert!(!m.holding());
+        assert!(m.held().is_empty());
     }
 }

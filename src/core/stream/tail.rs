@@ -21,7 +21,6 @@
 //! is observed or looked for. Answer text stays in the
 //! page's memory only, like the page's own copy of it; it is never encoded into a record.
 
-use alloc::borrow::Cow;
 use alloc::vec::Vec;
 use crate::core::stream::markdown::{Markdown, Step};
 
@@ -119,17 +118,6 @@ impl TextTail {
         self.md = md;
     }
 
-    /// This tail with digits still held at its end counted as text (an answer "42" so far:
-    /// nothing after it has said it is not a list number), for a match.
-    fn settled(&self) -> Cow<'_, TextTail> {
-        if !self.md.holding() {
-            return Cow::Borrowed(self);
-        }
-        let mut t = self.clone();
-        t.release();
-        Cow::Owned(t)
-    }
-
     fn add(&mut self, c: char, pos: u32) {
         if !keep(c) {
             return;
@@ -177,7 +165,7 @@ impl TextTail {
         if n < PROBE {
             return None;
         }
-        self.settled().find_kept(&want, near)
+        self.find_kept(&want, near)
     }
 
     fn find_kept(&self, want: &[char; PROBE], near: Option<f64>) -> Option<u32> {
@@ -202,6 +190,9 @@ impl TextTail {
             return None;
         }
         let kept = self.kept as usize;
+        if i >= kept {
+            return self.md.held().get(i - kept).map(|x| x.0);
+        }
         let in_ring = kept - self.ring.len();
         match self.first.get(i) {
             Some(c) if i < kept => Some(*c),
@@ -230,11 +221,10 @@ impl TextTail {
     /// (fewer than `PROBE` kept chars) — a renderer's label ("JavaScript") before the first
     /// line of code. Auto mode waits for more rather than settle for an element inside.
     pub fn claim_or_maybe(&self, text: &str) -> Claim {
-        self.settled().claim_settled(text)
-    }
-
-    fn claim_settled(&self, text: &str) -> Claim {
-        if self.start != 0 || self.kept == 0 {
+        // Digits held at the end (an answer "42" so far: nothing after them said they are not
+        // a list number) count, as `answer_at` does.
+        let kept = self.kept as usize + self.md.held().len();
+        if self.start != 0 || kept == 0 {
             return Claim::No;
         }
         // (kept char, UTF-16 offset just after it)
@@ -247,7 +237,7 @@ impl TextTail {
             }
         }
         // (An element shorter than the anchor must be all answer: checked below.)
-        let m = ANCHOR.min(self.kept as usize).min(k.len());
+        let m = ANCHOR.min(kept).min(k.len());
         if m == 0 {
             return Claim::No;
         }
