@@ -374,7 +374,8 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
   }
 
   function arm() {
-    // frames: [{ lo, hi, els: [{ el, len }] }], oldest first (hi: 0 until its message came)
+    // frames: [{ lo, hi, els: [{ el, len, up }] }], oldest first (hi: 0 until its message came;
+    // len: the element's text length, read up to PROBE_CHARS; up: its ancestors then)
     const f = { mo: null, nodes: new Set(), raf: 0, frames: [], chan: new MessageChannel() };
     f.chan.port1.onmessage = () => {
       const now = performance.now();
@@ -475,8 +476,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     // whole).
     if (ask(probe, probe.length < PROBE_CHARS) < 0) return 0;
     let hit = null;
-    let a = el;
-    for (let i = 0; a && a.nodeType === 1 && a !== document.body && i < AUTO_MAX_CLIMB; a = a.parentNode, i++) {
+    for (let a = el, i = 0; a && a.nodeType === 1 && a !== document.body && i < AUTO_MAX_CLIMB; a = a.parentNode, i++) {
       const r = ask(a.textContent, true);
       if (r < 0) {
         if (hit) break;
