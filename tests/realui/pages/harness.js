@@ -11,9 +11,28 @@
 import { init } from 'llm-rum';
 
 const q = new URLSearchParams(location.search);
+// For the test, not the SDK: the beacons the page hands the browser for the collector, kept as
+// sent (W3C WebDriver, which drives Firefox and WebKit here, cannot see requests). Installed
+// before init(), as any fetch wrapper of the app's would be; it passes everything on as is.
+window.beacons = [];
+{
+  const sink = q.get('collector');
+  const keep = (url, body) => {
+    if (sink && String(url) === sink && typeof body === 'string') window.beacons.push(JSON.parse(body));
+  };
+  const fetch0 = window.fetch;
+  window.fetch = function (input, opts) {
+    keep(input, opts && opts.body);
+    return fetch0.apply(this, arguments);
+  };
+  if (navigator.sendBeacon) {
+    const beacon0 = navigator.sendBeacon.bind(navigator);
+    navigator.sendBeacon = (url, data) => (keep(url, data), beacon0(url, data));
+  }
+}
 export const rumStarted = init({ collector: q.get('collector') });
 // For the test, not the SDK: when the core is in, and flush() to send what is queued at the end.
-window.rumReady = rumStarted.then((rum) => ((window.rum = rum), rum.ready.then(() => rum.active)));
+window.rumReady = rumStarted.then((rum) => ((window.rum = rum), rum.ready.then(() => (window.rumActive = rum.active))));
 /** What each answer turned out to be, as the app saw it: { id, prompt, chars, outcome }. */
 window.answers = [];
 window.pageErrors = [];
