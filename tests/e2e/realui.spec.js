@@ -4,8 +4,10 @@
 // page per library (tests/realui/pages) that streams a multi-turn conversation of markdown-heavy
 // answers from the scripted server — opening with a list, a code fence naming its language, a
 // `##` heading and numbered list, a `#` heading — with a cursor element, a stop and a
-// regenerate where the library has them. Records are read off the wire: the beacons the page
-// sends to a real llm-rum-collector.
+// regenerate where the library has them. Records are read from the beacons the page hands the
+// browser for a real llm-rum-collector (tests/realui/pages/harness.js keeps them as sent; in
+// Chromium they are also checked as Playwright sees them leave). In Chromium (Playwright),
+// Firefox ESR and WebKitGTK (W3C WebDriver, engines.js).
 //
 // Each page runs twice: with auto mode alone, and with rum.observe(el) on the element the
 // library renders each answer into (the comparison run). Per answer, auto mode must find the
