@@ -4,23 +4,33 @@
 // (`current_answer`) and which it still holds (`observe` answers false for one it let go of):
 // this file keeps no list of requests.
 //
-// Per frame that follows a text change in an observed element, a paint bracket:
-//   requestAnimationFrame callback → lower bound (the frame's rendering update has begun:
-//     HTML "update the rendering" runs rAF callbacks, then style, layout and paint);
-//   a MessageChannel message posted from it → upper bound (the first task after that
-//     rendering update; MessageChannel, not setTimeout, which Chromium clamps/throttles).
-// The paint is reported at the bracket's midpoint with half its width as the error bound,
-// refined by the browser's own paint timestamps when they come (Long Animation Frame and
-// interaction-contentful-paint `paintTime`).
+// Per frame that follows a text change in an observed element, a paint bracket for when the
+// screen showed it (issue 30: held against Chromium's compositor, the main thread's rendering
+// is a vsync or more before the display):
+//   lower bound: one vsync after the frame's time (the rAF timestamp), and not before its rAF
+//     callback (the rendering update has begun: HTML "update the rendering" runs rAF callbacks,
+//     then style, layout and paint). The text is read there, and no text that arrives later
+//     is credited to this frame;
+//   upper bound: the next frame's rAF callback plus a 60 Hz frame (the compositor draws a frame
+//     whose raster ran long one vsync later).
+// The paint is reported half a vsync after the bracket's start (at most its midpoint), its
+// error reaching both ends; replaced by the engine's own presentation time of that frame
+// where it gives one (Long Animation Frame, Element Timing, interaction-contentful-paint
+// `presentationTime`).
 //
-// Work per mutation batch: a flag; per frame: one `textContent.length` read (never innerText,
-// which forces layout) and one rAF + one message. Watches are RAII-like: stop() disconnects the
-// MutationObserver, cancels the frame, closes the ports and clears the timer.
+// Work per mutation batch: a flag; per changed frame: one `textContent.length` read (never
+// innerText, which forces layout), one rAF + one MessageChannel message (its paint step is
+// behind us: the engine's paint entries are matched to frames by it), and one rAF of the next
+// frame (the browser produces that frame for us when nothing else asks for it). Watches are
+// RAII-like: stop() disconnects the MutationObserver, cancels the frame, closes the ports and
+// clears the timer.
 
 import { PAINT_NONE, PAINT_OBSERVED, PAINT_AUTO } from '../codes.js';
 
 /** After the stream ends, how long the record waits for the frame that paints its end. */
 const FINISH_AFTER_END_MS = 3000;
+/** A 60 Hz frame: the longest vsync interval a paint bracket is extended by. */
+const FRAME_MS = 1000 / 60;
 
 // Auto mode (no element named): while a measured stream has no answer element, one
 // MutationObserver on the document (and on open shadow roots) collects the nodes that changed —
@@ -80,6 +90,9 @@ function tailText(el, n) {
  *   metrics off (requests stay measured)
  * @property {(w: Watch) => void} done  the record completed: stop watching, deliver it
  * @property {(w: Watch) => void} drop  no more paints will come: finish the record if it ended
+ * @property {object[]} frames  the last frames measured (≤ 8), for the engine's own paint times
+ * @property {number} nativeRes  the resolution of those times
+ * @property {number} vsync  the shortest interval seen between consecutive frames' times
  */
 
 class Watch {
@@ -90,7 +103,8 @@ class Watch {
    * @param {boolean} explicit  from rum.observe (else the `observe` container)
    * @param {number} base  text length that is not this answer's (a container's earlier
    *   messages, as of the request's start)
-   * @param {boolean} [now]  measure this frame (called from a rAF callback: auto mode)
+   * @param {number | null} [now]  measure this frame (called from a rAF callback with this
+   *   timestamp: auto mode)
    */
   constructor(p, h, el, explicit, base, now) {
     this.p = p;
@@ -99,17 +113,16 @@ class Watch {
     this.explicit = explicit;
     this.base = base;
     this.raf = 0;
-    this.waiting = false;
-    this.probe = '';
-    this.lo = 0;
-    this.shown = 0;
+    this.dirty = false; // the text changed since the last frame measured
+    this.waiting = false; // between our rAF callback and the first task after its rendering
+    this.open = null; // the frame measured last, waiting for the next frame to close its bracket
     this.timer = 0;
     this.live = true;
     this.chan = null;
     this.mo = null;
     try {
       this.chan = new MessageChannel();
-      this.chan.port1.onmessage = () => this.painted();
+      this.chan.port1.onmessage = () => this.rendered();
       this.mo = new MutationObserver(() => this.changed());
       this.mo.observe(el, { childList: true, characterData: true, subtree: true });
       if (typeof requestAnimationFrame !== 'function') throw new TypeError('requestAnimationFrame is not available');
@@ -117,75 +130,106 @@ class Watch {
       this.stop(); // what was made so far; the caller reports the failure
       throw e;
     }
-    if (now) this.measure();
-    else this.changed();
+    this.dirty = true;
+    if (now != null) this.frame(now);
+    else this.next();
   }
 
   changed() {
     // A MutationObserver callback: nothing may throw into the page.
     try {
-      this.schedule();
+      // Per mutation batch only a flag (the pending frame): the text is read once per frame...
+      this.dirty = true;
+      this.next();
+      // ...or again between our rAF callback and the rest of its rendering update (an app's
+      // own rAF callback registered after ours), which this frame paints. Text a task added
+      // after that rendering (a chunk that came before our message) is kept out by the core:
+      // it credits a frame only with what had arrived by its rAF callback (`read`). A write
+      // in an app rAF callback when ours was not pending is seen one frame late (README
+      // limitations).
+      if (this.waiting && this.open) this.read(this.open);
     } catch (e) {
       this.p.fail(e);
     }
   }
 
-  schedule() {
-    // Per mutation batch only a flag (the pending frame): the text is read once per frame...
-    if (!this.raf) this.raf = requestAnimationFrame(() => this.frame());
-    // ...or again between our rAF callback and the report: that is (nearly always) the rest
-    // of the same rendering update (an app's own rAF callback registered after ours), which
-    // this frame paints. Text that arrived after our callback is kept out by the core (it
-    // caps a paint at what had arrived by `t − err`, the callback's time). A write in an app
-    // rAF callback when ours was not pending is seen one frame late (README limitations):
-    // keeping a callback every frame would fix it but make the browser produce frames it
-    // otherwise would not (measured in headless Chromium: the streamed renderer's paints
-    // moved from on-demand frames to the 60 Hz cadence).
-    if (this.waiting) this.read();
+  next() {
+    if (!this.raf) this.raf = requestAnimationFrame((ts) => this.frame(ts));
   }
 
-  frame() {
+  /** A rAF callback (`ts`: the frame's time): closes the bracket of the frame measured
+   * before, and measures this one if the text changed. */
+  frame(ts) {
     this.raf = 0;
     if (!this.el.isConnected) {
       this.p.drop(this);
       return;
     }
     try {
-      this.measure();
+      const now = performance.now();
+      const c = this.open;
+      this.open = null;
+      if (this.dirty) {
+        this.dirty = false;
+        const f = (this.open = { lo: now, ts, main: 0, hi: 0, t: NaN, shown: 0, probe: '', native: 0 });
+        this.read(f);
+        this.p.frames.push(f); // for the engine's own paint times (makePaint)
+        if (this.p.frames.length > 8) this.p.frames.shift();
+        this.waiting = true;
+        this.chan.port2.postMessage(0);
+        this.next(); // its bracket closes with the next frame
+      }
+      if (c) this.report(c, ts, now);
     } catch (e) {
       this.p.fail(e); // a rAF callback must not throw into the page
     }
   }
 
-  measure() {
-    this.lo = performance.now();
-    this.waiting = true;
-    this.read();
-    this.chan.port2.postMessage(0);
-  }
-
-  read() {
+  read(f) {
     // What this frame will paint. Every mutated frame is reported, even when the length did
     // not change: a re-render after an invisible last token (a trailing newline under
     // markdown) is the frame that shows the final answer, and the core needs a paint after
     // the last arrival to know it. One O(text) read per frame, not per mutation: reading per
     // mutation made a 20 000-append answer quadratic (148 µs per append in scripts/bench.js).
-    this.shown = Math.max(0, this.el.textContent.length - this.base);
-    this.probe = tailText(this.el, PROBE_CHARS);
+    f.shown = Math.max(0, this.el.textContent.length - this.base);
+    f.probe = tailText(this.el, PROBE_CHARS);
   }
 
-  painted() {
+  /** The first task after the rendering update of the frame measured last: its paint step
+   * is behind us (the engine's paint times are matched to frames by it). */
+  rendered() {
     this.waiting = false;
-    if (!this.live) return;
-    if (!this.p.core.live()) {
+    if (this.open && !this.open.main) this.open.main = performance.now();
+  }
+
+  /**
+   * Frame `c` is closed by the next one (its rAF callback at `lo1`, frame time `ts1`). When
+   * did the screen show it? Held against Chromium's compositor (paint-compositor.spec.js):
+   * never before one vsync after its frame time (the compositor draws it at the earliest in
+   * the frame it was committed in, displayed a vsync later) nor before its rAF callback; and
+   * at the latest one frame after the next frame began — two vsyncs after its own when its
+   * raster ran long (several KB of CJK and emoji at once), the next frame's time plus one when
+   * the page's own tasks delayed the frames. The engine's own presentation time of the frame
+   * replaces the bracket where given.
+   */
+  report(c, ts1, lo1) {
+    const p = this.p;
+    if (!this.live || !p.core.live()) {
       this.stop(); // measurement was disabled: nothing to report to
       return;
     }
-    const hi = performance.now();
-    // Half the bracket in clock readings: the text was read at the lower bound, which is where
-    // the core caps what this frame can show. The clock's step is added once, in the core.
-    const err = (hi - this.lo) / 2;
-    if (this.p.core.fenced((core) => core.paint(this.h, (this.lo + hi) / 2, this.shown, err, this.probe), false)) this.p.done(this);
+    const d = ts1 - c.ts;
+    if (d >= 4) p.vsync = Math.min(p.vsync, d); // the display's frame interval (≤ 240 Hz)
+    const lo = Math.max(c.lo, c.ts + p.vsync);
+    const hi = Math.max(lo1, lo) + FRAME_MS;
+    c.hi = lo1;
+    // The estimate: half a vsync past the earliest (where the compositor put most frames),
+    // never past the midpoint; the error reaches both bounds.
+    let t = Math.min(lo + p.vsync / 2, (lo + hi) / 2);
+    let err = hi - t;
+    if (c.native >= c.lo) [t, err] = [c.native, p.nativeRes];
+    c.t = t;
+    if (p.core.fenced((core) => core.paint(this.h, t, c.shown, err, c.lo, c.probe), false)) p.done(this);
   }
 
   /** The stream ended but its end is not painted yet: give the page a while to paint it. */
@@ -234,6 +278,11 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
   /** @type {PaintState} */
   const p = {
     core,
+    frames: [],
+    vsync: FRAME_MS,
+    // presentationTime is coarsened to 4 ms where the page is not cross-origin isolated
+    // (Chromium's coarsening of paint timestamps; its clock then ticks at 100 µs).
+    nativeRes: globalThis.crossOriginIsolated ? 0 : 4,
     // A browser API of paint observation failed (missing or throwing): paint metrics end for
     // this page, with one warning; requests stay measured. (Core failures go through
     // `core.fenced`, which disables the SDK.)
@@ -277,9 +326,26 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
       }
     };
     const refine = opts.nativePaintTimes;
-    // Long Animation Frames (W3C LoAF): blame for render stalls, and the frame's paintTime.
+    // The engine's presentation time of a frame we measured (Paint Timing's PaintTimingMixin:
+    // `paintTime`, the rendering update's paint step; `presentationTime`, when the compositor
+    // presented it, null where not exposed). Our frame is the one whose rAF callback ran
+    // before that paint step and whose next task came after it. Not `paintTime` itself: that
+    // is the main thread's paint, a vsync or more before the screen showed it.
+    const presented = (c, e) => {
+      const [pt, pp] = [e.paintTime, e.presentationTime];
+      if (!refine || !(pt > 0 && pp >= pt)) return;
+      // The latest frame measured whose rAF callback came before that paint step, unless its
+      // next task or the next frame came before it too (the paint step of a frame we did not
+      // measure).
+      let f = null;
+      for (const x of p.frames) if (x.lo <= pt) f = x;
+      if (!f || (f.main && f.main < pt) || (f.hi && f.hi < pt)) return;
+      if (Number.isNaN(f.t)) f.native = pp;
+      else c.native_paint(f.t, pp, p.nativeRes);
+    };
+    // Long Animation Frames (W3C LoAF): blame for render stalls, and the frame's presentation.
     listen('long-animation-frame', (c, e) => {
-      if (refine && e.paintTime > 0) c.native_paint(e.paintTime, 0);
+      presented(c, e);
       let top = null;
       for (const s of e.scripts || []) if (!top || s.duration > top.duration) top = s;
       if (!top) return;
@@ -296,8 +362,11 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
       }
       c.long_frame(e.startTime, e.duration, invoker, source, top.duration);
     });
-    // Paints that follow an interaction (Chromium's interaction-contentful-paint).
-    if (refine) listen('interaction-contentful-paint', (c, e) => e.paintTime > 0 && c.native_paint(e.paintTime, 0));
+    // Paints that follow an interaction (Chromium's interaction-contentful-paint), and Element
+    // Timing where the app marked its answer with `elementtiming` (the SDK sets no attribute:
+    // the app would see it).
+    listen('interaction-contentful-paint', presented);
+    listen('element', presented);
   }
 
   function unobservePerf() {
@@ -305,7 +374,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     perf = null;
   }
 
-  function watch(h, el, explicit, base, src = PAINT_OBSERVED, now = false) {
+  function watch(h, el, explicit, base, src = PAINT_OBSERVED, now = null) {
     const old = watches.get(h);
     if (old) old.stop();
     forget(h);
@@ -387,12 +456,12 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
   }
 
   function tick(f) {
-    if (!f.raf) f.raf = requestAnimationFrame(() => found(f));
+    if (!f.raf) f.raf = requestAnimationFrame((ts) => found(f, ts));
   }
 
   /** A frame after changes (or after an unfound stream ended): which changed node shows which
    * waiting answer? Newest request first. */
-  function found(f) {
+  function found(f, ts) {
     f.raf = 0;
     if (finder !== f) return;
     try {
@@ -410,7 +479,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
           const hit = claim(h, el);
           if (hit === 0) continue;
           near = true;
-          if (hit && watch(h, hit.el, false, hit.base, PAINT_AUTO, true)) {
+          if (hit && watch(h, hit.el, false, hit.base, PAINT_AUTO, ts)) {
             hs = hs.filter((x) => x !== h);
             break;
           }

@@ -269,12 +269,20 @@ fn edge_cases() {
     p.on_arrival(100.0, 10);
     p.on_paint(90.0, 10, 0.0);
     assert_eq!(p.result().first_paint, None);
-    // Negative delays (a native paint time a hair before the arrival it shows, at the
-    // clock's grain): clamped to 0, counted.
+    // A native presentation time before the frame's read (a mismatched frame) is refused:
+    // the paint keeps its bracket.
     p.on_paint(104.0, 10, 4.0); // read at 100
-    p.refine(99.95, 0.1);
+    p.refine(104.0, 99.95, 0.1);
     let r = p.result();
-    assert_eq!((r.render_delay.unwrap().first, r.negative_chars), (0.0, 10));
+    assert_eq!((r.first_paint, r.render_delay.unwrap().first, r.negative_chars), (Some(104.0), 4.0, 0));
+    // A paint reported at the engine's presentation time, read before the text arrived:
+    // no credit before arrival, however late it was presented.
+    let mut p = PaintTracker::new(0.0, 250.0);
+    p.on_arrival(100.0, 10);
+    p.on_paint_read(120.0, 10, 0.1, 99.0, None);
+    assert_eq!(p.result().first_paint, None);
+    p.on_paint_read(137.0, 10, 0.1, 101.0, None);
+    assert_eq!(p.result().first_paint, Some(137.0));
     // on_end reports chars the arrivals missed; they arrive at t_end.
     let mut p = PaintTracker::new(0.0, 250.0);
     p.on_arrival(0.0, 10);
@@ -500,18 +508,18 @@ fn native_paint_times_refine_brackets_they_fall_in() {
     p.on_paint(210.0, 20, 4.0);
     p.on_end(200.0, 20);
     assert_eq!(p.result().paint_error_ms, Some(4.0));
-    p.refine(150.0, 0.1); // inside no bracket: ignored
-    p.refine(f64::NAN, 0.1);
+    p.refine(150.0, 150.0, 0.1); // no paint reported at that key: ignored
+    p.refine(110.0, f64::NAN, 0.1);
     assert_eq!(p.result().first_paint, Some(110.0));
-    p.refine(107.5, 0.1);
+    p.refine(110.0, 107.5, 0.1);
     let r = p.result();
     assert_eq!((r.first_paint, r.last_paint, r.paint_error_ms), (Some(107.5), Some(210.0), Some(4.0)));
     assert_eq!(r.render_delay.unwrap().first, 7.5);
-    p.refine(212.0, 0.1);
+    p.refine(210.0, 212.0, 0.1);
     let r = p.result();
     assert_eq!((r.last_paint, r.paint_error_ms), (Some(212.0), Some(0.1)));
-    // Refined once: a second timestamp in the old bracket does not move it again.
-    p.refine(108.0, 0.1);
+    // Refined once: a second timestamp for the old key does not move it again.
+    p.refine(110.0, 108.0, 0.1);
     assert_eq!(p.result().first_paint, Some(107.5));
     // Origin shifts move stall offsets.
     let mut p = PaintTracker::new(1000.0, 100.0);

@@ -220,22 +220,25 @@ impl PaintTracker {
         self.last_arrival = Some(t1);
     }
 
-    /// A frame painted at `t_paint` (± `err_ms`) showing `rendered_len` chars of answer text.
+    /// A frame painted at `t_paint` (± `err_ms`) showing `rendered_len` chars of answer text,
+    /// read at the bracket's lower bound.
     pub fn on_paint(&mut self, t_paint: f64, rendered_len: u32, err_ms: f64) {
-        self.on_paint_probed(t_paint, rendered_len, err_ms, None);
+        self.on_paint_read(t_paint, rendered_len, err_ms, f64::NAN, None);
     }
 
-    /// As `on_paint`, with the raw progress a text probe located (the on-screen text ends
-    /// after `probed` raw chars): used instead of the proportional estimate for this paint.
+    /// As `on_paint`, with the time `read` the frame's text was read (its rendering had begun:
+    /// the browser layer reads it in the frame's rAF callback; NaN: `t_paint − err_ms`, the
+    /// bracket's lower bound) and the raw progress a text probe located (the on-screen text
+    /// ends after `probed` raw chars), used instead of the proportional estimate.
     ///
-    /// The frame's text was read at `t_paint − err_ms` (the bracket's lower bound: the browser
-    /// layer reads it in the frame's rAF callback and reports at the bracket's midpoint).
-    /// Text that arrived after that read cannot be on this frame, even though the report
-    /// comes later (a chunk task can run between the frame and the report): such a paint is
-    /// capped at what had arrived by the read, and cannot be the frame showing the end.
-    pub fn on_paint_probed(&mut self, t_paint: f64, rendered_len: u32, err_ms: f64, probed: Option<u32>) {
+    /// No credit before arrival: text that arrived after the read cannot be on this frame,
+    /// even though the report comes later (a chunk task can run between the frame and the
+    /// report) and its time may be the engine's presentation time: such a paint is capped at
+    /// what had arrived by the read, and cannot be the frame showing the end.
+    pub fn on_paint_read(&mut self, t_paint: f64, rendered_len: u32, err_ms: f64, read: f64, probed: Option<u32>) {
         let err = if err_ms.is_finite() && err_ms > 0.0 { err_ms } else { 0.0 };
-        let arrived = self.arrived_by(t_paint - err);
+        let read = if read.is_finite() { read.min(t_paint) } else { t_paint - err };
+        let arrived = self.arrived_by(read);
         if !t_paint.is_finite() || arrived == 0 {
             return;
         }
@@ -323,16 +326,19 @@ impl PaintTracker {
         }
     }
 
-    /// A native paint timestamp (Long Animation Frame / interaction-contentful-paint
-    /// `paintTime`) of resolution `res_ms`: a stored paint whose bracket contains it takes it
-    /// as its time, with `res_ms` as its error. First/last paint and render delays follow;
-    /// stalls already counted keep their bracketed times (off by at most the bracket).
-    pub fn refine(&mut self, p: f64, res_ms: f64) {
+    /// The engine's own presentation time `p` (Long Animation Frame, Element Timing,
+    /// interaction-contentful-paint `presentationTime`) of resolution `res_ms`, for the frame
+    /// whose paint was reported at `key` (the browser layer matched the frame by its paint
+    /// step): that stored paint takes it as its time, with `res_ms` as its error, unless it
+    /// would precede the frame's rendering (`key − err`) or pass a neighbour. First/last paint
+    /// and render delays follow; stalls already counted keep their bracketed times (off by at
+    /// most the bracket).
+    pub fn refine(&mut self, key: f64, p: f64, res_ms: f64) {
         if !p.is_finite() {
             return;
         }
         let res = if res_ms.is_finite() && res_ms > 0.0 { res_ms } else { 0.0 };
-        let Some(i) = self.paints.iter().position(|b| b.t0 == b.t1 && b.err > res && (b.t0 - p).abs() <= b.err + res) else {
+        let Some(i) = self.paints.iter().position(|b| b.t0 == b.t1 && b.t0 == key && b.err > res && p >= key - b.err) else {
             return;
         };
         let (old, prev, next) = (self.paints[i].t0, self.paints.get(i.wrapping_sub(1)), self.paints.get(i + 1));
