@@ -115,7 +115,7 @@ export async function esStream(url, { types = [], closeOn = null, Ctor = EventSo
 export async function renderAnswer(kind, query, { renderOpts = {}, beforeFetch = null } = {}) {
   const { readDeltas, makeRenderer } = await import('/demo/renderers.js');
   const loafs = [];
-  const po = new PerformanceObserver((l) => loafs.push(...l.getEntries().map((e) => ({ startTime: e.startTime, duration: e.duration, renderStart: e.renderStart, paintTime: e.paintTime }))));
+  const po = new PerformanceObserver((l) => loafs.push(...l.getEntries().map((e) => ({ startTime: e.startTime, duration: e.duration, renderStart: e.renderStart, paintTime: e.paintTime, presentationTime: e.presentationTime }))));
   // Long Animation Frames are Chromium's; elsewhere observing them would only log a warning.
   if ((PerformanceObserver.supportedEntryTypes || []).includes('long-animation-frame')) po.observe({ type: 'long-animation-frame' });
   const el = document.createElement('div');
