@@ -385,3 +385,71 @@ test('rum.observe binds the current answer as the core decides it: the newest ru
     expect(rec.marks.lastPaint - rec.marks.lastToken).toBeLessThanOrEqual(SHOWN + ONE_FRAME);
   }
 });
+
+test('no credit before arrival: text that arrives after a frame began its rendering is credited to a later frame', async ({ page }) => {
+  // The app's fetch is an in-page stream (the page's own fetch, as the SDK finds it at init),
+  // so the first token can be timed exactly: a frame is set off by a text-less mutation of the
+  // answer element, and the token is enqueued in a task right after that frame's rendering
+  // update (a message posted from a rAF callback that runs before the SDK's) — before the
+  // SDK's own next task and next frame. That frame read the element before the token came:
+  // it may not be credited with it, however the SDK's report of it is timed.
+  await page.addInitScript(() => {
+    const native = window.fetch;
+    window.fetch = function (input, init) {
+      const url = typeof input === 'string' ? input : input.url;
+      if (window.__body && url.includes('/v1/chat/')) return Promise.resolve(new Response(window.__body, { headers: { 'content-type': 'text/event-stream' } }));
+      return native.call(this, input, init);
+    };
+  });
+  await openPage(page);
+  const out = await page.evaluate(async () => {
+    const enc = new TextEncoder();
+    let ctl;
+    window.__body = new ReadableStream({ start: (c) => void (ctl = c) });
+    const h = await import('/helpers.js');
+    await h.startRum();
+    const { readDeltas } = await import('/demo/renderers.js');
+    const el = document.createElement('div');
+    document.body.append(el);
+    window.__rum.observe(el);
+    const res = await fetch('/v1/chat/completions', { method: 'POST', body: '{"stream":true}' });
+    const reading = readDeltas(res, (d) => el.append(d));
+    await new Promise((r) => setTimeout(r, 50));
+    const frames = [];
+    const ch = new MessageChannel();
+    const enqueued = new Promise((resolve) => {
+      ch.port1.onmessage = () => {
+        const t = performance.now();
+        ctl.enqueue(enc.encode('data: {"choices":[{"delta":{"content":"Hello"}}]}\n\n'));
+        resolve(t);
+      };
+    });
+    // Ours first in the frame, then the SDK's (requested by the mutation below).
+    requestAnimationFrame(() => {
+      frames.push(performance.now());
+      ch.port2.postMessage(0);
+      const more = () => frames.length < 6 && requestAnimationFrame(() => (frames.push(performance.now()), more()));
+      more();
+    });
+    el.append(document.createElement('span'));
+    const at = await enqueued;
+    await new Promise((r) => setTimeout(r, 150));
+    ctl.enqueue(enc.encode('data: [DONE]\n\n'));
+    ctl.close();
+    await reading;
+    const rec = await h.waitRecord(() => true, 8000);
+    const start = rec.startEpochMs - performance.timeOrigin;
+    return { rec, at: at - start, frames: frames.map((f) => f - start) };
+  });
+  const m = out.rec.marks;
+  const why = JSON.stringify({ at: out.at, frames: out.frames, m, err: out.rec.paintErrorMs });
+  // The token reached the SDK in the enqueueing task, after the first frame's rAF callbacks.
+  expect(m.firstToken, why).toBeGreaterThanOrEqual(out.at);
+  expect(m.firstToken, why).toBeGreaterThan(out.frames[0]);
+  // The first frame that could show it began after it arrived; the screen showed it one vsync
+  // after that frame at the earliest — never credited to the frame before (whose display, a
+  // vsync after its own time, can be later than the arrival).
+  const next = out.frames.find((f) => f >= m.firstToken);
+  expect(m.firstPaint, why).toBeGreaterThanOrEqual(next);
+  expect(m.firstPaint - m.firstToken, why).toBeLessThanOrEqual(SHOWN + ONE_FRAME);
+});

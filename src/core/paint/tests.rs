@@ -623,3 +623,24 @@ fn coalescing_is_accurate_on_chat_like_streams() {
     }
     assert!(e50 <= 0.9 && e95 <= 21.0 && emax <= 17.0, "mean errors p50 {e50:.2} p95 {e95:.2} max {emax:.2} ms");
 }
+
+#[test]
+fn a_paint_after_the_end_whose_probe_is_short_of_it_is_not_the_final_paint() {
+    // A page working through a backlog: the stream's end reached the SDK before the app
+    // rendered its last tokens (paint-compositor.spec.js, the busy page).
+    let mut p = PaintTracker::new(0.0, 250.0);
+    p.on_arrival(100.0, 10);
+    p.on_arrival(130.0, 20);
+    p.on_end(131.0, 20);
+    p.on_paint_read(150.0, 12, 2.0, 148.0, Some(12));
+    assert!(!p.final_paint_seen(), "the screen shows 12 of 20 chars");
+    p.on_paint_read(200.0, 20, 2.0, 198.0, Some(20));
+    assert!(p.final_paint_seen());
+    assert_eq!(p.result().last_paint, Some(200.0));
+    // No probe found (a label after the answer, a link's URL): taken as the end, as before.
+    let mut p = PaintTracker::new(0.0, 250.0);
+    p.on_arrival(100.0, 10);
+    p.on_end(101.0, 10);
+    p.on_paint_read(120.0, 14, 2.0, 118.0, None);
+    assert!(p.final_paint_seen());
+}

@@ -128,6 +128,9 @@ pub struct PaintTracker {
     last_paint_t: Option<f64>,
     /// Rendered length in the previous (used) paint.
     last_len: u64,
+    /// Where the latest paint's text probe put the screen's end in the raw text (None: no
+    /// probe matched).
+    last_probed: Option<u64>,
     /// Running max of rendered lengths.
     max_len: u64,
     /// (time, raw chars arrived when it was reported).
@@ -171,6 +174,7 @@ impl PaintTracker {
             last_arrival: None,
             last_paint_t: None,
             last_len: 0,
+            last_probed: None,
             max_len: 0,
             first_paint: None,
             stored: Shown::default(),
@@ -291,6 +295,7 @@ impl PaintTracker {
             self.stored = shown;
         }
         self.last_len = len;
+        self.last_probed = probed;
         self.last_paint_t = Some(t);
     }
 
@@ -374,11 +379,14 @@ impl PaintTracker {
         }
     }
 
-    /// True once the stream ended and a non-empty paint came after its last arrival: the
-    /// browser layer may stop observing (or keep going for later re-renders; `result()` stays
-    /// correct either way).
+    /// True once the stream ended and a non-empty paint came after its last arrival that
+    /// shows the end of the text, as far as its probe tells (a probe found short of the end:
+    /// the app is still rendering a backlog — paint-compositor.spec.js's busy page rendered its
+    /// last tokens ~100 ms after the stream's end reached the SDK; no probe found: taken as
+    /// the end). The browser layer may stop observing then (or keep going for later
+    /// re-renders; `result()` stays correct either way).
     pub fn final_paint_seen(&self) -> bool {
-        self.ended && self.run_after.is_some() && self.last_len > 0
+        self.ended && self.run_after.is_some() && self.last_len > 0 && self.last_probed.is_none_or(|p| p >= self.arrived)
     }
 
     /// Paint stalls so far (`count`, `network`, `render`, bounded `list`), starts relative to
