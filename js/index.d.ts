@@ -186,6 +186,12 @@ export interface Itl {
   p95: number | null;
   p99: number | null;
   max: number | null;
+  /**
+   * The gaps counted per bucket of OpenTelemetry GenAI's `time_per_output_chunk` histogram:
+   * 15 counts, for gaps ≤ 10, 20, 40, … 81 920 ms, then above (a gap within 2 % above a bound
+   * may count below it). Sums to `n`.
+   */
+  buckets: number[];
 }
 
 export interface Stalls {

@@ -28,7 +28,12 @@ export const TARGET_BROTLI = 30 * 1024;
 // table as one string (+0.04 KB), names built as bytes (+0.19 KB); `str::find`/`contains` and
 // Unicode whitespace, which the first version used, cost +0.6 KB more (byte scans instead,
 // util/url.rs `contains`).
-export const BUDGET_BROTLI = Math.ceil(47.6 * 1024);
+// 47.8 KB: the core's arrival in background-priority tasks (scheduler.postTask, issue 27)
+// grew the facade by 20 B (48 745 B: CI's 2 B over 47.6 KB), and `itl.buckets` (issue 31: the answer's gaps per
+// OpenTelemetry GenAI bucket, which the collector's `time_per_output_chunk` histogram is
+// made of) +134 B of wasm — 48 879 B measured; with the bounds read from a table it was
+// +210 B (the 14 doubles' bytes), hence the doubling loop.
+export const BUDGET_BROTLI = Math.ceil(47.8 * 1024);
 
 export function measure(dir = 'dist') {
   const files = [];

@@ -59,7 +59,8 @@ fn exact_marks_and_metrics_on_a_scripted_timeline() {
     has(&rec, "\"total\":990,");
     // Gaps 30, 30, 400, 30 → nearest-rank p50 = 30, p95 = p99 = max = 400 (histogram: ±1 %).
     has(&rec, "\"itl\":{\"n\":4,\"p50\":");
-    has(&rec, "\"max\":400}");
+    // …and per GenAI bucket: three gaps ≤ 40 ms, the stall's 400 ms ≤ 640 ms.
+    has(&rec, "\"max\":400,\"buckets\":[0,0,3,0,0,0,1,0,0,0,0,0,0,0,0]}");
     // tpot from usage: (990 − 500) / (7 − 1).
     has(&rec, "\"tpot\":81.667,");
     has(&rec, "\"stalls\":{\"count\":1,\"totalMs\":400,\"longestMs\":400,\"network\":1,\"render\":0}");
@@ -122,7 +123,7 @@ fn outcomes() {
     let r = &finished(&mut s)[0];
     has(r, "\"status\":0,");
     has(r, "\"ttft\":null");
-    has(r, "\"itl\":{\"n\":0,\"p50\":null,\"p95\":null,\"p99\":null,\"max\":null}");
+    has(r, "\"itl\":{\"n\":0,\"p50\":null,\"p95\":null,\"p99\":null,\"max\":null,\"buckets\":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}");
     // An in-band error event turns a complete read into an error.
     let r = play(&mut s, 0.0, 1.0, &[(2.0, "data: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}\n\n".into())], 3.0, Outcome::Ok);
     has(&r, "\"outcome\":\"error\"");

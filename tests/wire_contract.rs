@@ -161,6 +161,7 @@ struct Itl {
     p99: Option<f64>,
     #[serde(deserialize_with = "nullable")]
     max: Option<f64>,
+    buckets: [u32; 15],
 }
 
 #[derive(Debug, Deserialize)]
@@ -701,6 +702,14 @@ fn every_record_the_core_encodes_reads_into_the_mirror() {
         seen.4.insert(r.upstream_buffered);
         seen.5.extend(r.upstream_hints.unwrap_or_default());
         unseen.extend(r.unseen);
+        assert_eq!(r.itl.buckets.iter().sum::<u32>(), r.itl.n, "itl.buckets sums to n: {text}");
+        if let Some(max) = r.itl.max {
+            // The highest non-empty bucket is the one holding the largest gap (or the one
+            // below it, within 2 %: `LogHistogram::count_le`).
+            let top = r.itl.buckets.iter().rposition(|&c| c > 0).unwrap();
+            let bound = |i: usize| llm_rum::core::record::genai::CHUNK_BUCKETS_S.get(i).map_or(f64::INFINITY, |b| b * 1000.0);
+            assert!(max <= bound(top) * 1.02 && (top == 0 || max > bound(top - 1)), "max {max} in bucket {top}: {text}");
+        }
     }
     assert_eq!(unseen.len(), names::<Unseen>().len(), "every `unseen` value occurs: {unseen:?}");
     assert_eq!(seen.4, BTreeSet::from([None, Some(false), Some(true)]), "upstreamBuffered: each value occurs");

@@ -21,13 +21,16 @@ pub struct Budget {
     /// 0..1 (p95 → 0.95).
     pub q: f64,
     pub limit: f64,
-    /// As written by the user, normalised: `perceivedTtft p95<=1000`.
+    /// Only the answers of this model (`ttft p95<=800 model=gpt-4o`); `None`: every answer.
+    pub model: Option<String>,
+    /// As written by the user, normalised: `perceivedTtft p95<=1000`, `ttft p95<=800 model=gpt-4o`.
     pub text: String,
 }
 
-/// Parses `metric pQ<=limit` (spaces optional around `<=`; `≤` accepted; a trailing `ms` too).
+/// Parses `metric pQ<=limit [model=NAME]` (spaces optional around `<=`; `≤` accepted; a
+/// trailing `ms` too).
 pub fn parse_budget(s: &str) -> Result<Budget, String> {
-    let err = || format!("bad budget {s:?}: expected like 'perceivedTtft p95<=1000'");
+    let err = || format!("bad budget {s:?}: expected like 'perceivedTtft p95<=1000' or 'ttft p95<=800 model=gpt-4o'");
     let norm = s.replace('≤', "<=");
     let (lhs, rhs) = norm.split_once("<=").ok_or_else(err)?;
     let mut parts = lhs.split_whitespace();
@@ -52,24 +55,45 @@ pub fn parse_budget(s: &str) -> Result<Budget, String> {
         return Err(err());
     }
     let r = rhs.trim();
+    // The limit ends at the first space that is not before `ms` (`800 ms model=x`).
+    let (r, scope) = match r.split_once(char::is_whitespace) {
+        Some((l, rest)) if rest.trim_start().starts_with("ms") => {
+            let rest = rest.trim_start();
+            (&r[..l.len()], rest[2..].trim())
+        }
+        Some((l, rest)) => (l, rest.trim()),
+        None => (r, ""),
+    };
     let r = r.strip_suffix("ms").unwrap_or(r).trim();
     let limit: f64 = r.parse().map_err(|_| err())?;
     if !limit.is_finite() || limit < 0.0 {
         return Err(err());
     }
+    let model = match scope.split_once('=') {
+        _ if scope.is_empty() => None,
+        Some(("model", m)) if !m.is_empty() && !m.contains(char::is_whitespace) => {
+            // As ingest stores it, so the filter matches the stored model.
+            Some(crate::keys::safe_key(m, 256))
+        }
+        _ => return Err(err()),
+    };
     Ok(Budget {
-        text: format!("{metric} {pq}<={limit}"),
+        text: match &model {
+            Some(m) => format!("{metric} {pq}<={limit} model={m}"),
+            None => format!("{metric} {pq}<={limit}"),
+        },
         metric,
         q: qn / 100.0,
         limit,
+        model,
     })
 }
 
 /// Where the engine reads records from: SQLite's rollups in the server, a Vec in tests.
 pub trait Source {
     /// The nearest-rank `q`-percentile of `metric` over records with startEpochMs in
-    /// `[from, to)`; `None` when there are none.
-    fn quantile(&self, metric: &str, q: f64, from: f64, to: f64) -> Option<f64>;
+    /// `[from, to)` (of `model` only, when given); `None` when there are none.
+    fn quantile(&self, metric: &str, q: f64, from: f64, to: f64, model: Option<&str>) -> Option<f64>;
     /// Median per stage for records in `[from, to)`.
     fn stage_medians(&self, from: f64, to: f64) -> Vec<(String, f64)>;
 }
@@ -153,7 +177,7 @@ impl Engine {
         let mut events = Vec::new();
         for i in 0..self.budgets.len() {
             let b = self.budgets[i].clone();
-            let v = src.quantile(&b.metric, b.q, now - self.window_ms, now);
+            let v = src.quantile(&b.metric, b.q, now - self.window_ms, now, b.model.as_deref());
             self.current[i] = v;
             let Some(v) = v else { continue };
             let t = &mut self.tracks[i];
@@ -268,8 +292,8 @@ mod tests {
     struct Mem(Vec<(f64, f64, f64)>);
 
     impl Source for Mem {
-        fn quantile(&self, metric: &str, q: f64, from: f64, to: f64) -> Option<f64> {
-            assert_eq!(metric, "ttft");
+        fn quantile(&self, metric: &str, q: f64, from: f64, to: f64, model: Option<&str>) -> Option<f64> {
+            assert_eq!((metric, model), ("ttft", None));
             let mut v: Vec<f64> = self
                 .0
                 .iter()
@@ -331,9 +355,18 @@ mod tests {
             "ttft p95<=-1",
             "ttft p95<=x",
             "ttft p95 x<=1",
+            "ttft p95<=1 model=",
+            "ttft p95<=1 route=/x",
+            "ttft p95<=1 model=a b",
+            "ttft p95<=1 gpt-4o",
         ] {
             assert!(parse_budget(bad).is_err(), "{bad:?} should be rejected");
         }
+        for text in ["ttft p95<=800 model=gpt-4o", "ttft p95 <= 800ms model=gpt-4o", "ttft p95<=800 ms  model=gpt-4o"] {
+            let b = parse_budget(text).unwrap();
+            assert_eq!((b.limit, b.model.as_deref(), b.text.as_str()), (800.0, Some("gpt-4o"), "ttft p95<=800 model=gpt-4o"), "{text}");
+        }
+        assert_eq!(parse_budget("ttft p95<=800").unwrap().model, None);
     }
 
     /// Fires exactly when the breach has lasted `sustain`, not before; clears on recovery.

@@ -28,7 +28,8 @@ USAGE: llm-rum-collector [OPTIONS]
                          origin is the collector's own, next to the listen address)
   --read-token TOKEN     protect the API (/api/*): `Authorization: Bearer TOKEN` or `?token=TOKEN`;
                          open the dashboard as /?token=TOKEN
-  --budget 'METRIC pQ<=MS'  a budget, e.g. 'perceivedTtft p95<=1000' (repeatable)
+  --budget 'METRIC pQ<=MS [model=NAME]'  a budget, e.g. 'perceivedTtft p95<=1000' or
+                         'ttft p95<=800 model=gpt-4o' (one model's answers; repeatable)
   --alert-window SECS    sliding window of the budget percentile (default 300)
   --sustain SECS         how long a breach must last before the alert fires (default 1800)
   --eval-interval MS     how often budgets are evaluated (default 1000)

@@ -59,7 +59,7 @@ function params(extra) {
   const range = +$("range").value;
   // On a whole minute: the collector answers whole minutes from its rollups.
   if (range > 0) p.set("from", String(Math.floor((Date.now() - range * 1000) / 60000) * 60000));
-  for (const k of ["route", "model"]) { const v = $(k).value.trim(); if (v) p.set(k, v); }
+  for (const k of ["route", "model", "provider"]) { const v = $(k).value.trim(); if (v) p.set(k, v); }
   return p.toString();
 }
 async function api(path, extra) {
@@ -264,6 +264,19 @@ function routesTable(s) {
   node.replaceChildren(h("table", {}, h("thead", {}, h("tr", {}, ...head.map((t) => h("th", {}, t)))), h("tbody", {}, ...rows)));
 }
 
+/** Per model: which one is slow for our users (busiest first; a row's model filters the page). */
+function modelsTable(s) {
+  const node = $("models");
+  if (!s.models || !s.models.length) return empty(node);
+  const head = ["model", "answers", "ttft p50 / p95", "perceived ttft p50 / p95", "stalled", "UI buffered", "upstream buffered"];
+  const pair = (m) => `${ms(m.p50)} / ${ms(m.p95)}`;
+  const rows = s.models.map((r) => h("tr", {},
+    h("td", {}, r.model == null ? "– (not named)" : r.model), h("td", {}, String(r.count)),
+    h("td", {}, pair(r.ttft)), h("td", {}, pair(r.perceivedTtft)), h("td", {}, pct(r.stallRate)),
+    h("td", {}, pct(r.bufferedRate)), h("td", { class: r.upstreamBufferedRate > 0.5 ? "hot" : "" }, pct(r.upstreamBufferedRate))));
+  node.replaceChildren(h("table", {}, h("thead", {}, h("tr", {}, ...head.map((t) => h("th", {}, t)))), h("tbody", {}, ...rows)));
+}
+
 function alertsTable(a) {
   $("alertsNote").textContent = `percentile over a ${a.windowSecs} s sliding window must stay above budget for ${a.sustainSecs} s to fire`;
   const node = $("alerts");
@@ -305,7 +318,7 @@ async function refresh() {
         bucket: String(60 * Math.max(1, Math.round((+$("range").value || 86400) / 3600))) }),
       api("/api/alerts"),
     ]);
-    tiles(s, a); histogram(hist); stages(s); timeseries(t); stallsAndOutcomes(s); routesTable(s); alertsTable(a);
+    tiles(s, a); histogram(hist); stages(s); timeseries(t); stallsAndOutcomes(s); routesTable(s); modelsTable(s); alertsTable(a);
     $("status").textContent = `updated ${new Date().toLocaleTimeString()}`;
     $("status").className = "";
   } catch (e) {
@@ -314,6 +327,6 @@ async function refresh() {
   } finally { busy = false; }
 }
 for (const id of ["range", "tsMetric", "tsQ"]) $(id).addEventListener("change", refresh);
-for (const id of ["route", "model"]) $(id).addEventListener("change", refresh);
+for (const id of ["route", "model", "provider"]) $(id).addEventListener("change", refresh);
 refresh();
 setInterval(refresh, 10000);

@@ -466,6 +466,7 @@ pub struct Params {
     to: Option<f64>,
     route: Option<String>,
     model: Option<String>,
+    provider: Option<String>,
     outcome: Option<String>,
     metric: Option<String>,
     q: Option<f64>,
@@ -482,6 +483,7 @@ impl Params {
             to: self.to,
             route: s(&self.route),
             model: s(&self.model),
+            provider: s(&self.provider),
             outcome: s(&self.outcome),
         }
     }
@@ -657,7 +659,8 @@ async fn metrics(State(s): State<Shared>) -> Response {
 pub struct DbSource<'a> {
     cx: &'a Ctx<'a>,
     want: crate::agg::Want,
-    last: std::cell::RefCell<Option<((f64, f64), Option<crate::agg::Agg>)>>,
+    /// The window last read, and its aggregate per model filter (`None`: every answer).
+    last: std::cell::RefCell<Option<((f64, f64), Vec<(Option<String>, Option<crate::agg::Agg>)>)>>,
 }
 
 impl<'a> DbSource<'a> {
@@ -675,22 +678,29 @@ impl<'a> DbSource<'a> {
 }
 
 impl Source for DbSource<'_> {
-    fn quantile(&self, metric: &str, q: f64, from: f64, to: f64) -> Option<f64> {
+    fn quantile(&self, metric: &str, q: f64, from: f64, to: f64, model: Option<&str>) -> Option<f64> {
         let i = crate::agg::metric_index(metric)?;
         let mut last = self.last.borrow_mut();
         if last.as_ref().is_none_or(|(w, _)| *w != (from, to)) {
+            *last = Some(((from, to), Vec::new()));
+        }
+        let (_, aggs) = last.as_mut()?;
+        let model = model.map(str::to_string);
+        if !aggs.iter().any(|(m, _)| *m == model) {
+            // One read per window and model filter, whatever the number of budgets on it.
             let f = Filter {
                 from: Some(from),
                 to: Some(to),
+                model: model.clone(),
                 ..Filter::default()
             };
             let agg = crate::plan::total(self.cx, &f, self.want)
                 .map(|t| t.agg)
                 .map_err(|e| tracing::error!(error = %e, "alert query failed"))
                 .ok();
-            *last = Some(((from, to), agg));
+            aggs.push((model.clone(), agg));
         }
-        last.as_ref()?.1.as_ref()?.metrics[i].quantile(q)
+        aggs.iter().find(|(m, _)| *m == model)?.1.as_ref()?.metrics[i].quantile(q)
     }
     fn stage_medians(&self, from: f64, to: f64) -> Vec<(String, f64)> {
         query::window_stage_medians(self.cx, from, to).unwrap_or_else(|e| {

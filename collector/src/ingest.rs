@@ -31,6 +31,9 @@ pub const MAX_COUNT: u64 = u32::MAX as u64;
 /// Durations and marks: 30 days (an EventSource can stay open long; nothing measured is longer).
 pub const MAX_MS: f64 = 30.0 * 24.0 * 3600.0 * 1000.0;
 
+/// `itl.buckets`: one count per GenAI bucket bound, then one above the last.
+pub const ITL_BUCKETS: usize = llm_rum::core::record::genai::CHUNK_BUCKETS_S.len() + 1;
+
 /// Marks stored as columns, in this order (`interaction` may be negative: it precedes `start`).
 pub const MARKS: [&str; 8] = [
     "interaction",
@@ -53,6 +56,11 @@ pub struct Row {
     pub method: Option<String>,
     pub status: Option<i64>,
     pub model: Option<String>,
+    /// Where `model` came from: "stream" (what answered: GenAI's `response.model`) or
+    /// "config" (the app's rule: `request.model`).
+    pub model_source: Option<String>,
+    /// GenAI's `provider.name` (`openai`, `anthropic`, …, or the app's own name).
+    pub provider: Option<String>,
     pub outcome: String,
     pub format: Option<String>,
     pub ttft: Option<f64>,
@@ -65,6 +73,9 @@ pub struct Row {
     pub itl_p95: Option<f64>,
     pub itl_max: Option<f64>,
     pub render_delay_p95: Option<f64>,
+    /// The answer's gaps per GenAI `time_per_output_chunk` bucket (`itl.buckets`), for
+    /// `/metrics`; not a column (it stays in `raw`).
+    pub itl_buckets: Option<[u64; ITL_BUCKETS]>,
     pub stalls_count: Option<i64>,
     pub stalls_network: Option<i64>,
     pub stalls_render: Option<i64>,
@@ -253,6 +264,12 @@ fn decode_record(o: &Map<String, Value>, at: &str) -> Result<Row, String> {
         method: opt_str(o, "method", 16, at)?.map(|m| safe_key(&m, 48)),
         status,
         model: opt_str(o, "model", 256, at)?.map(|m| safe_key(&m, 256)),
+        model_source: match opt_str(o, "modelSource", 16, at)?.as_deref() {
+            None => None,
+            Some(s @ ("stream" | "config")) => Some(s.to_string()),
+            Some(_) => return Err(format!("{at}modelSource: must be \"stream\", \"config\" or null")),
+        },
+        provider: opt_str(o, "provider", 128, at)?.map(|p| safe_key(&p, 128)),
         format: opt_str(o, "format", 32, at)?.map(|f| safe_key(&f, 96)),
         ttft: t("ttft")?,
         ttfp: t("ttfp")?,
@@ -264,6 +281,7 @@ fn decode_record(o: &Map<String, Value>, at: &str) -> Result<Row, String> {
         itl_p95: sub_t(itl, "itl", "p95")?,
         itl_max: sub_t(itl, "itl", "max")?,
         render_delay_p95: sub_t(rd, "renderDelay", "p95")?,
+        itl_buckets: itl_buckets(itl, at)?,
         stalls_count: sub_n(stalls, "count")?,
         stalls_network: sub_n(stalls, "network")?,
         stalls_render: sub_n(stalls, "render")?,
@@ -277,6 +295,20 @@ fn decode_record(o: &Map<String, Value>, at: &str) -> Result<Row, String> {
         outcome,
         id,
     })
+}
+
+/// `itl.buckets`: absent or null (an older SDK), or exactly `ITL_BUCKETS` counts.
+fn itl_buckets(itl: Option<&Map<String, Value>>, at: &str) -> Result<Option<[u64; ITL_BUCKETS]>, String> {
+    let Some(v) = itl.and_then(|i| i.get("buckets")).filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let err = || format!("{at}itl.buckets: must be {ITL_BUCKETS} non-negative integers");
+    let a = v.as_array().filter(|a| a.len() == ITL_BUCKETS).ok_or_else(err)?;
+    let mut out = [0; ITL_BUCKETS];
+    for (o, v) in out.iter_mut().zip(a) {
+        *o = count(Some(v), "itl.buckets").map_err(|_| err())?.ok_or_else(err)?;
+    }
+    Ok(Some(out))
 }
 
 /// The path of a URL: `https://h:1/v1/chat?x#y` → `/v1/chat`; relative URLs keep their path.

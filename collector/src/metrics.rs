@@ -12,6 +12,17 @@
 //! * the collector's own counters (`llm_rum_collector_*`): beacons and records by result,
 //!   records dropped by SDK queues, connections by event, retention, plus gauges.
 //!
+//! * OpenTelemetry GenAI's client histograms, in the conventions' names, units and bucket
+//!   boundaries (semantic-conventions-genai, docs/gen-ai/gen-ai-metrics.md; the OTLP → Prometheus
+//!   name mapping): `gen_ai_client_operation_time_to_first_chunk_seconds` (one observation per
+//!   answer: its `ttft`, measured in the browser) and
+//!   `gen_ai_client_operation_time_per_output_chunk_seconds` (one observation per gap between
+//!   content-bearing chunks: the record's `itl.buckets`, its sum `lastToken − firstToken`),
+//!   labelled `gen_ai_operation_name` ("chat"), `gen_ai_provider_name`,
+//!   `gen_ai_request_model` (a model the app named: `modelSource` "config") and
+//!   `gen_ai_response_model` (the one the stream named: "stream"); a label it cannot know is
+//!   empty, which Prometheus reads as absent.
+//!
 //! A record is observed once, when it is first stored as final: `partial` records (a page hid
 //! mid-answer; their completed version may follow with the same id) are only counted, since a
 //! Prometheus counter cannot take an observation back.
@@ -32,6 +43,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+
+// OpenTelemetry GenAI's bucket boundaries (s): the SDK core's table, which `itl.buckets` counts by.
+use llm_rum::core::record::genai::CHUNK_BUCKETS_S;
 
 use crate::cli::Config;
 use crate::counters::Counters;
@@ -58,6 +72,51 @@ pub const BUCKETS: [f64; 25] = [
     0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5,
     2.0, 3.0, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0, 60.0,
 ];
+
+/// Provider label values at most (a provider is the SDK's well-known name or the app's own).
+const MAX_PROVIDERS: usize = 20;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GenAi {
+    gen_ai_operation_name: &'static str,
+    gen_ai_provider_name: String,
+    gen_ai_request_model: String,
+    gen_ai_response_model: String,
+}
+
+/// A Prometheus histogram fed counts per bucket (the record's `itl.buckets`, counted by the
+/// SDK over every gap of the answer) rather than one value at a time.
+#[derive(Debug, Default)]
+struct Counted(Mutex<(f64, u64, [u64; crate::ingest::ITL_BUCKETS])>);
+
+impl Counted {
+    fn add(&self, counts: &[u64; crate::ingest::ITL_BUCKETS], sum_s: f64) {
+        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let (sum, n, buckets) = &mut *g;
+        *sum += sum_s;
+        for (a, c) in buckets.iter_mut().zip(counts) {
+            *a = a.saturating_add(*c);
+            *n = n.saturating_add(*c);
+        }
+    }
+}
+
+impl prometheus_client::metrics::TypedMetric for Counted {
+    const TYPE: prometheus_client::metrics::MetricType = prometheus_client::metrics::MetricType::Histogram;
+}
+
+impl EncodeMetric for Counted {
+    fn encode(&self, mut e: prometheus_client::encoding::MetricEncoder) -> Result<(), std::fmt::Error> {
+        let (sum, count, counts) = *self.0.lock().unwrap_or_else(|e| e.into_inner());
+        // Upper bounds, then f64::MAX: what the encoder writes as `le="+Inf"`.
+        let b: Vec<(f64, u64)> =
+            CHUNK_BUCKETS_S.iter().copied().chain([f64::MAX]).zip(counts).collect();
+        e.encode_histogram::<prometheus_client::encoding::NoLabelSet>(sum, count, &b, None)
+    }
+    fn metric_type(&self) -> prometheus_client::metrics::MetricType {
+        <Self as prometheus_client::metrics::TypedMetric>::TYPE
+    }
+}
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Answer {
@@ -130,6 +189,9 @@ pub struct Metrics {
     alert_eval: Histogram,
     routes: Mutex<Bounded>,
     models: Mutex<Bounded>,
+    providers: Mutex<Bounded>,
+    first_chunk: Family<GenAi, Histogram, fn() -> Histogram>,
+    per_chunk: Family<GenAi, Counted>,
 }
 
 impl Metrics {
@@ -173,6 +235,20 @@ impl Metrics {
             "partial records stored (a page hid mid-answer; not in the histograms)",
             partial.clone(),
         );
+        let first_chunk = Family::<GenAi, Histogram, fn() -> Histogram>::new_with_constructor(|| {
+            Histogram::new(CHUNK_BUCKETS_S)
+        });
+        r.register(
+            "gen_ai_client_operation_time_to_first_chunk_seconds",
+            "OpenTelemetry GenAI: time to receive the first chunk, measured in the browser (the answer's ttft)",
+            first_chunk.clone(),
+        );
+        let per_chunk = Family::<GenAi, Counted>::default();
+        r.register(
+            "gen_ai_client_operation_time_per_output_chunk_seconds",
+            "OpenTelemetry GenAI: time per output chunk after the first, measured in the browser (each gap of the answer's itl)",
+            per_chunk.clone(),
+        );
         let alert_eval = Histogram::new([0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0]);
         r.register(
             "llm_rum_collector_alert_evaluation_seconds",
@@ -190,6 +266,9 @@ impl Metrics {
             alert_eval,
             routes: Mutex::new(Bounded::new(&cfg.metrics_routes, cfg.metrics_max_routes)),
             models: Mutex::new(Bounded::new(&cfg.metrics_models, cfg.metrics_max_models)),
+            providers: Mutex::new(Bounded::new(&[], MAX_PROVIDERS)),
+            first_chunk,
+            per_chunk,
         }
     }
 
@@ -223,6 +302,7 @@ impl Metrics {
             model,
             outcome: r.outcome.clone(),
         };
+        self.observe_genai(r);
         let values = crate::agg::Sample::of(r).metrics;
         for (i, h) in &self.hists {
             if let Some(v) = values[*i] {
@@ -249,6 +329,36 @@ impl Metrics {
             if on == Some(true) {
                 family.get_or_create(&key).inc();
             }
+        }
+    }
+
+    /// The GenAI histograms (see the module docs): a label the record cannot fill is empty.
+    fn observe_genai(&self, r: &Row) {
+        let model = |source: &str| -> String {
+            match (r.model_source.as_deref(), r.model.as_deref()) {
+                (Some(s), Some(_)) if s == source => {
+                    self.models.lock().unwrap_or_else(|e| e.into_inner()).label(r.model.as_deref())
+                }
+                _ => String::new(),
+            }
+        };
+        let labels = GenAi {
+            gen_ai_operation_name: "chat",
+            gen_ai_provider_name: match r.provider.as_deref() {
+                Some(p) => self.providers.lock().unwrap_or_else(|e| e.into_inner()).label(Some(p)),
+                None => String::new(),
+            },
+            gen_ai_request_model: model("config"),
+            gen_ai_response_model: model("stream"),
+        };
+        if let Some(t) = r.ttft {
+            self.first_chunk.get_or_create(&labels).observe(t / 1000.0);
+        }
+        let gaps = r.itl_buckets.filter(|b| b.iter().any(|&c| c > 0));
+        let mark = |n: &str| crate::ingest::MARKS.iter().position(|m| *m == n).and_then(|i| r.marks[i]);
+        if let (Some(b), Some(first), Some(last)) = (gaps, mark("firstToken"), mark("lastToken")) {
+            // The gaps between content-bearing chunks sum to lastToken − firstToken exactly.
+            self.per_chunk.get_or_create(&labels).add(&b, (last - first).max(0.0) / 1000.0);
         }
     }
 

@@ -21,6 +21,9 @@ pub struct Filter {
     pub to: Option<f64>,
     pub route: Option<String>,
     pub model: Option<String>,
+    /// GenAI's provider name. Not a rollup key: a read filtered by it scans the raw records
+    /// (bounded by the query budget like any read).
+    pub provider: Option<String>,
     pub outcome: Option<String>,
 }
 
@@ -30,6 +33,11 @@ impl Filter {
         self.route.is_some() || self.model.is_some()
     }
 
+    /// Filtered by a field no rollup holds: only raw records can answer.
+    fn raw_only(&self) -> bool {
+        self.provider.is_some()
+    }
+
     /// ` AND route = ? …` and its values.
     fn keys_sql(&self) -> (String, Vec<String>) {
         let mut w = String::new();
@@ -37,6 +45,7 @@ impl Filter {
         for (col, v) in [
             ("route", &self.route),
             ("model", &self.model),
+            ("provider", &self.provider),
             ("outcome", &self.outcome),
         ] {
             if let Some(v) = v {
@@ -110,6 +119,7 @@ pub struct Planner {
     /// Overflowed periods per level (only loaded for reads filtered by route or model).
     overflow: [HashSet<i64>; 3],
     by_key: bool,
+    raw_only: bool,
 }
 
 impl Planner {
@@ -140,6 +150,7 @@ impl Planner {
             dirty,
             overflow,
             by_key: f.by_key(),
+            raw_only: f.raw_only(),
         })
     }
 
@@ -185,7 +196,9 @@ impl Planner {
     }
 
     fn usable(&self, level: usize, p: i64) -> bool {
-        !self.dirty[level].contains(&p) && !(self.by_key && self.overflow[level].contains(&p))
+        !self.raw_only
+            && !self.dirty[level].contains(&p)
+            && !(self.by_key && self.overflow[level].contains(&p))
     }
 
     fn range(&self, a: f64, b: f64, level: usize, out: &mut Vec<Piece>) {
@@ -261,9 +274,9 @@ pub fn window(c: &Connection, f: &Filter, unit: f64) -> rusqlite::Result<Option<
 
 /// What the pieces' rows are handed to.
 pub trait Sink {
-    /// A rollup row: the period's start (ms), the key's route ('' for none, `rollup::OTHER`
-    /// for routes folded away) and outcome, the aggregate.
-    fn agg(&mut self, t: f64, route: &str, outcome: &str, a: Agg);
+    /// A rollup row: the period's start (ms), the key's route and model ('' for none,
+    /// `rollup::OTHER` for keys folded away) and outcome, the aggregate.
+    fn agg(&mut self, t: f64, route: &str, model: &str, outcome: &str, a: Agg);
     /// A raw record.
     fn sample(&mut self, s: Sample);
 }
@@ -276,7 +289,7 @@ pub fn run(cx: &Ctx, pieces: &[Piece], f: &Filter, want: Want, sink: &mut dyn Si
         match *piece {
             Piece::Rollup { level, from, to } => {
                 let mut st = cx.c.prepare_cached(&format!(
-                    "SELECT period, route, outcome, data FROM rollups WHERE level = ? AND period >= ? AND period < ?{kw}"
+                    "SELECT period, route, model, outcome, data FROM rollups WHERE level = ? AND period >= ? AND period < ?{kw}"
                 ))?;
                 let mut p: Vec<Box<dyn ToSql>> =
                     vec![Box::new(level as i64), Box::new(from), Box::new(to)];
@@ -291,10 +304,11 @@ pub fn run(cx: &Ctx, pieces: &[Piece], f: &Filter, want: Want, sink: &mut dyn Si
                     }
                     let period: i64 = r.get(0)?;
                     let route: String = r.get(1)?;
-                    let outcome: String = r.get(2)?;
-                    let data = blob(r, 3)?;
+                    let model: String = r.get(2)?;
+                    let outcome: String = r.get(3)?;
+                    let data = blob(r, 4)?;
                     if let Some(a) = Agg::decode(data, want) {
-                        sink.agg(period as f64 * len, &route, &outcome, a);
+                        sink.agg(period as f64 * len, &route, &model, &outcome, a);
                     }
                 }
                 if level == 0 {
@@ -342,7 +356,7 @@ fn deltas(cx: &Ctx, from: i64, to: i64, f: &Filter, want: Want, sink: &mut dyn S
         let minute: i64 = r.get(0)?;
         for ((route, model, outcome), a) in crate::rollup::decode_delta(blob(r, 1)?, want).unwrap_or_default() {
             if keep(&f.route, &route) && keep(&f.model, &model) && keep(&f.outcome, &outcome) {
-                sink.agg(minute as f64 * LEVEL_MS[0] as f64, &route, &outcome, a);
+                sink.agg(minute as f64 * LEVEL_MS[0] as f64, &route, &model, &outcome, a);
             }
         }
     }
@@ -389,16 +403,21 @@ pub struct Total {
     pub agg: Agg,
     pub outcomes: std::collections::BTreeMap<String, u64>,
     pub routes: Option<std::collections::HashMap<Option<String>, Buffering>>,
+    /// When asked for: everything per model (`None` for records without one), as `agg`.
+    pub models: Option<std::collections::HashMap<Option<String>, Agg>>,
     want: Option<Want>,
 }
 
 impl Sink for Total {
-    fn agg(&mut self, _t: f64, route: &str, outcome: &str, a: Agg) {
+    fn agg(&mut self, _t: f64, route: &str, model: &str, outcome: &str, a: Agg) {
         *self.outcomes.entry(outcome.to_string()).or_default() += a.n;
+        // Rollup keys store a missing route or model as ''; a record's is never empty.
+        let key = |k: &str| (!k.is_empty()).then(|| k.to_string());
         if let Some(routes) = &mut self.routes {
-            // Rollup keys store a missing route as ''; a record's route is never empty.
-            let key = (!route.is_empty()).then(|| route.to_string());
-            routes.entry(key).or_default().add(&a);
+            routes.entry(key(route)).or_default().add(&a);
+        }
+        if let Some(models) = &mut self.models {
+            model_entry(models, key(model)).merge(&a, usize::MAX);
         }
         self.agg.merge(&a, usize::MAX);
     }
@@ -407,8 +426,23 @@ impl Sink for Total {
         if let Some(routes) = &mut self.routes {
             routes.entry(s.route.clone().filter(|r| !r.is_empty())).or_default().add_sample(&s);
         }
-        self.agg.add_wanted(&s, self.want.unwrap_or(Want::ALL));
+        let want = self.want.unwrap_or(Want::ALL);
+        if let Some(models) = &mut self.models {
+            model_entry(models, s.model.clone().filter(|m| !m.is_empty())).add_wanted(&s, want);
+        }
+        self.agg.add_wanted(&s, want);
     }
+}
+
+/// A model's aggregate; past `MAX_KEYS` models (over a long window) the rest share
+/// `rollup::OTHER`'s, so a read's memory stays bounded whatever the models seen.
+fn model_entry(models: &mut std::collections::HashMap<Option<String>, Agg>, m: Option<String>) -> &mut Agg {
+    let m = if models.len() >= crate::rollup::MAX_KEYS && !models.contains_key(&m) {
+        Some(crate::rollup::OTHER.to_string())
+    } else {
+        m
+    };
+    models.entry(m).or_default()
 }
 
 /// Everything in the filter's window, aggregated (what `want` asks for).
@@ -416,15 +450,16 @@ pub fn total(cx: &Ctx, f: &Filter, want: Want) -> QResult<Total> {
     total_of(cx, f, want, false)
 }
 
-/// `total`, with the buffering counts per route.
+/// `total`, with the buffering counts per route and everything per model.
 pub fn total_by_route(cx: &Ctx, f: &Filter, want: Want) -> QResult<Total> {
     total_of(cx, f, want, true)
 }
 
-fn total_of(cx: &Ctx, f: &Filter, want: Want, by_route: bool) -> QResult<Total> {
+fn total_of(cx: &Ctx, f: &Filter, want: Want, by_key: bool) -> QResult<Total> {
     let mut t = Total {
         want: Some(want),
-        routes: by_route.then(Default::default),
+        routes: by_key.then(Default::default),
+        models: by_key.then(Default::default),
         ..Total::default()
     };
     if let Some((a, b)) = window(cx.c, f, LEVEL_MS[2] as f64)? {
@@ -446,6 +481,7 @@ mod tests {
             dirty: [HashSet::new(), dirty_hours.collect(), dirty_days.iter().copied().collect()],
             overflow: [overflow_minutes.iter().copied().collect(), HashSet::new(), HashSet::new()],
             by_key,
+            raw_only: false,
         }
     }
 

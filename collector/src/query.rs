@@ -80,6 +80,9 @@ pub fn stage_medians(a: &Agg) -> Vec<(String, f64, u64)> {
 /// Routes listed in the summary's per-route buffering table.
 pub const MAX_ROUTES: usize = 20;
 
+/// Models listed in the summary's per-model table.
+pub const MAX_MODELS: usize = 20;
+
 /// `/api/summary`.
 pub fn summary(cx: &Ctx, f: &Filter) -> QResult<Value> {
     let t = plan::total_by_route(cx, f, Want::ALL)?;
@@ -121,6 +124,24 @@ pub fn summary(cx: &Ctx, f: &Filter) -> QResult<Value> {
                    "upstreamBufferedRate": rate(b.upstream, b.up_n)})
         })
         .collect();
+    // Per model: the questions a team asks first ("which model is slow for our users?"),
+    // the busiest first, bounded, from the same rows. `model: null` holds answers whose
+    // stream named none and whose app set none.
+    let mut by_model: Vec<_> = t.models.iter().flatten().filter(|(_, a)| a.n > 0).collect();
+    by_model.sort_by(|a, b| b.1.n.cmp(&a.1.n).then_with(|| a.0.cmp(b.0)));
+    let q = |a: &Agg, m: &str| {
+        let h = &a.metrics[metric_index(m).expect("a known metric")];
+        json!({"p50": h.quantile(0.5), "p95": h.quantile(0.95)})
+    };
+    let models: Vec<Value> = by_model
+        .into_iter()
+        .take(MAX_MODELS)
+        .map(|(model, a)| {
+            json!({"model": model, "count": a.n, "ttft": q(a, "ttft"), "perceivedTtft": q(a, "perceivedTtft"),
+                   "stallRate": rate(a.stalled, a.stall_n), "bufferedRate": rate(a.buffered, a.buf_n),
+                   "upstreamBufferedRate": rate(a.upstream, a.up_n)})
+        })
+        .collect();
     let (dropped, too_old, future) = beacon_totals(cx, f)?;
     Ok(json!({
         "count": a.n,
@@ -130,6 +151,7 @@ pub fn summary(cx: &Ctx, f: &Filter) -> QResult<Value> {
         "bufferedRate": rate(a.buffered, a.buf_n),
         "upstreamBufferedRate": rate(a.upstream, a.up_n),
         "routes": routes,
+        "models": models,
         "hiddenCount": a.hidden,
         "stallCauses": {"network": total_json(a.net), "render": total_json(a.render)},
         "stages": stages,
@@ -202,7 +224,7 @@ struct Buckets {
 }
 
 impl Sink for Buckets {
-    fn agg(&mut self, t: f64, _route: &str, _outcome: &str, a: Agg) {
+    fn agg(&mut self, t: f64, _route: &str, _model: &str, _outcome: &str, a: Agg) {
         let b = (t / self.bucket_ms).floor() as i64;
         self.by.entry(b).or_default().metrics[self.metric].merge(&a.metrics[self.metric]);
     }

@@ -41,6 +41,11 @@ pub fn alert_name(b: &Budget) -> String {
         pq.trim_start_matches('p').replace('.', "_"),
         format!("{}", b.limit).replace('.', "_")
     );
+    if let Some(m) = &b.model {
+        // `…For_gpt_4o`: one alert per model budget, in alert-name characters.
+        s += "For_";
+        s.extend(m.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }));
+    }
     s
 }
 
@@ -100,8 +105,20 @@ pub fn render(cfg: &Config) -> Result<String, String> {
         if !names.insert(name.clone()) {
             continue; // the same budget twice
         }
+        // A model budget reads that model's label, which /metrics only gives a model it
+        // labels (`--metrics-model`, or one of the first `--metrics-max-models` seen).
+        let select = match &b.model {
+            Some(m) if !cfg.metrics_models.is_empty() && !cfg.metrics_models.contains(m) => {
+                return Err(format!(
+                    "budget {:?}: /metrics labels only the models listed with --metrics-model; add --metrics-model {m}",
+                    b.text
+                ))
+            }
+            Some(m) => format!("{{model=\"{m}\"}}"),
+            None => String::new(),
+        };
         let q = format!(
-            "histogram_quantile({}, sum by (le) (rate({family}_bucket[{window}])))",
+            "histogram_quantile({}, sum by (le) (rate({family}_bucket{select}[{window}])))",
             b.q
         );
         let limit = secs(b.limit);
@@ -148,5 +165,11 @@ mod tests {
             ..Config::default()
         };
         assert!(render(&bad).unwrap_err().contains("no histogram"));
+        let b = parse_budget("ttft p95<=800 model=gpt-4o").unwrap();
+        assert_eq!(alert_name(&b), "LlmRumTtftP95Over800msFor_gpt_4o");
+        let cfg = Config { budgets: vec![b.clone()], ..Config::default() };
+        assert!(render(&cfg).unwrap().contains("rate(llm_rum_ttft_seconds_bucket{model=\"gpt-4o\"}[300s])"));
+        let cfg = Config { budgets: vec![b], metrics_models: vec!["o3".into()], ..Config::default() };
+        assert!(render(&cfg).unwrap_err().contains("--metrics-model gpt-4o"));
     }
 }

@@ -113,6 +113,14 @@ const MIGRATIONS: &[Migration] = &[
         sql: "ALTER TABLE records ADD COLUMN upstream_buffered INTEGER;",
         then: None,
     },
+    // Issue 31: which model answered and whose it is (OpenTelemetry GenAI's names). Older
+    // records keep null; their `raw` may hold the fields if their SDK sent them.
+    Migration {
+        sql: "ALTER TABLE records ADD COLUMN model_source TEXT;\n\
+              ALTER TABLE records ADD COLUMN provider TEXT;\n\
+              CREATE INDEX records_provider ON records(provider, start_ms);",
+        then: None,
+    },
 ];
 
 pub const VERSION: i64 = MIGRATIONS.len() as i64;

@@ -27,7 +27,7 @@ use crate::retention;
 use crate::rollup::Rollups;
 
 /// Record columns in insert order (after `id`, `received_ms`).
-const COLS: [&str; 37] = [
+const COLS: [&str; 39] = [
     "start_ms",
     "session",
     "page",
@@ -36,6 +36,8 @@ const COLS: [&str; 37] = [
     "method",
     "status",
     "model",
+    "model_source",
+    "provider",
     "outcome",
     "format",
     "ttft",
@@ -551,6 +553,8 @@ fn row_params<'a>(received_ms: i64, b: &'a Beacon, r: &'a Row) -> Vec<Box<dyn To
         Box::new(&r.method),
         Box::new(r.status),
         Box::new(&r.model),
+        Box::new(&r.model_source),
+        Box::new(&r.provider),
         Box::new(&r.outcome),
         Box::new(&r.format),
         Box::new(r.ttft),

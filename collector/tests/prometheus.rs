@@ -8,6 +8,7 @@
 
 mod common;
 
+use llm_rum::core::record::genai::CHUNK_BUCKETS_S;
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -146,7 +147,11 @@ async fn two_collectors_scraped_by_prometheus_agree_with_the_exact_p95() {
             // A route with a quote and a space: label values stay valid text format.
             let route = ["/v1/chat/completions", "/v1/\"odd route\""][i % 2];
             r["url"] = json!(format!("https://api.test{route}"));
+            // Even: the stream named the model (GenAI's response model) of a known provider;
+            // odd: the app's rule named it (the request model) and its own provider name.
             r["model"] = json!(["gpt-4o", "llama"][i % 2]);
+            r["modelSource"] = json!(["stream", "config"][i % 2]);
+            r["provider"] = json!(["openai", "our-gateway"][i % 2]);
             r["upstreamBuffered"] = json!(i % 5 == 0);
             all.push(ttft / 1000.0);
             recs.push(r);
@@ -192,6 +197,52 @@ async fn two_collectors_scraped_by_prometheus_agree_with_the_exact_p95() {
     let mut names: Vec<String> = routes.iter().map(|r| r["metric"]["route"].as_str().unwrap().to_string()).collect();
     names.sort();
     assert_eq!(names, ["/v1/%22odd%20route%22", "/v1/chat/completions"]);
+
+    // OpenTelemetry GenAI's histograms: names, the conventions' buckets, labels.
+    let ttfc = "gen_ai_client_operation_time_to_first_chunk_seconds";
+    let tpoc = "gen_ai_client_operation_time_per_output_chunk_seconds";
+    assert_eq!(prom.value(&format!("sum({ttfc}_count)")).await, Some(1000.0));
+    let sum = prom.value(&format!("sum({ttfc}_sum)")).await.unwrap();
+    let exact_sum: f64 = all.iter().sum();
+    assert!((sum - exact_sum).abs() < 1e-6 * exact_sum, "ttfc sum {sum} vs {exact_sum}");
+    let bounds = |rows: Vec<Value>| {
+        let mut le: Vec<f64> = rows.iter().map(|r| r["metric"]["le"].as_str().unwrap().parse::<f64>().unwrap()).collect();
+        le.sort_by(f64::total_cmp);
+        le
+    };
+    let want: Vec<f64> = CHUNK_BUCKETS_S.iter().copied().chain([f64::INFINITY]).collect();
+    assert_eq!(bounds(prom.query(&format!("count by (le) ({ttfc}_bucket)")).await), want);
+    assert_eq!(bounds(prom.query(&format!("count by (le) ({tpoc}_bucket)")).await), want);
+    // The p95 through Prometheus lies in the conventions' bucket holding the exact p95.
+    let est = prom.value(&format!("histogram_quantile(0.95, sum by (le) ({ttfc}_bucket))")).await.unwrap();
+    let i = CHUNK_BUCKETS_S.iter().position(|b| exact <= *b).unwrap();
+    let lo = if i == 0 { 0.0 } else { CHUNK_BUCKETS_S[i - 1] };
+    assert!((lo..=CHUNK_BUCKETS_S[i]).contains(&est), "GenAI p95 {est} s vs exact {exact} s");
+    let by = prom
+        .query(&format!("sum by (gen_ai_operation_name, gen_ai_provider_name, gen_ai_request_model, gen_ai_response_model) ({ttfc}_count)"))
+        .await;
+    let mut series: Vec<(String, String, String, String, f64)> = by
+        .iter()
+        .map(|r| {
+            let m = |k: &str| r["metric"][k].as_str().unwrap_or("").to_string();
+            let v = r["value"][1].as_str().unwrap().parse().unwrap();
+            (m("gen_ai_operation_name"), m("gen_ai_provider_name"), m("gen_ai_request_model"), m("gen_ai_response_model"), v)
+        })
+        .collect();
+    series.sort_by(|a, b| a.1.cmp(&b.1));
+    assert_eq!(
+        series,
+        [
+            ("chat".into(), "openai".into(), "".into(), "gpt-4o".into(), 500.0),
+            ("chat".into(), "our-gateway".into(), "llama".into(), "".into(), 500.0),
+        ]
+    );
+    // Per chunk: every record's `itl.buckets` (49 gaps: 25 ≤ 10 ms, 20 ≤ 20 ms, 3 ≤ 40 ms,
+    // 1 ≤ 80 ms), their sum lastToken − firstToken (500 ms).
+    assert_eq!(prom.value(&format!("sum({tpoc}_count)")).await, Some(49_000.0));
+    assert_eq!(prom.value(&format!("sum({tpoc}_bucket{{le=\"0.02\"}})")).await, Some(45_000.0));
+    let s = prom.value(&format!("sum({tpoc}_sum)")).await.unwrap();
+    assert!((s - 500.0).abs() < 1e-6, "per-chunk sum {s} s (1000 answers × 0.5 s)");
     drop(prom);
 }
 

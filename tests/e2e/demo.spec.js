@@ -181,6 +181,14 @@ test('behind a buffering proxy: the bursts on the arrival timeline, and what to 
   await page.goto(`${c}/`);
   await expect(page.locator('#routes tbody tr').first()).toContainText('/v1/chat/completions');
   await expect(page.locator('#tiles')).toContainText('upstream buffered');
+  // The per-model table: the model the demo's stream named, its answers, upstream buffering.
+  const model = page.locator('#models tbody tr', { hasText: 'demo-steady' });
+  await expect(model).toHaveCount(1);
+  const s = await (await fetch(`${c}/api/summary`)).json();
+  const m = s.models.find((x) => x.model === 'demo-steady');
+  await expect(model.locator('td').nth(1)).toHaveText(String(m.count));
+  expect(m.count).toBeGreaterThanOrEqual(4);
+  expect(m.ttft.p95).toBeGreaterThan(0);
   await page.screenshot({ path: testInfo.outputPath('dashboard-buffering.png'), fullPage: true });
   expect(errors).toEqual([]);
 });

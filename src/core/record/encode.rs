@@ -9,7 +9,7 @@ use crate::core::config::Config;
 use crate::core::util::hex::push_hex;
 use crate::core::util::json_write::JsonWriter;
 use crate::core::record::budgets::metric_value;
-use crate::core::record::genai::model_info;
+use crate::core::record::genai::{model_info, CHUNK_BUCKETS_S};
 use crate::core::record::seen::Seen;
 use crate::core::request::kinds::{paint_source_name, UNSEEN_END, UNSEEN_FIRST_PAINT};
 use crate::core::request::kinds::Via;
@@ -152,6 +152,21 @@ pub fn encode(tl: &Timeline, cfg: &Config, clock_step_ms: f64, out: &mut JsonWri
     }
     w.key("max");
     w.opt_ms(tl.itl.max());
+    // The gaps per GenAI bucket (`CHUNK_BUCKETS_S`, then above the last): what the collector's
+    // `gen_ai_client_operation_time_per_output_chunk_seconds` observes, one per gap.
+    w.key("buckets");
+    w.begin_array();
+    // The bounds are 10 ms · 2^i (a test holds the table to it): doubled here rather than
+    // read from the table, which would put 112 bytes of constants in the shipped wasm.
+    let (mut below, mut bound_ms) = (0, 10.0);
+    for _ in 0..CHUNK_BUCKETS_S.len() {
+        let c = tl.itl.count_le(bound_ms);
+        w.uint((c - below) as u64);
+        below = c;
+        bound_ms *= 2.0;
+    }
+    w.uint((tl.itl.count() - below) as u64);
+    w.end_array();
     w.end_object();
 
     w.key("tpot");

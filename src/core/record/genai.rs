@@ -16,6 +16,13 @@ use crate::core::config::Config;
 use crate::core::request::timeline::Timeline;
 use crate::core::util::url::split;
 
+/// OpenTelemetry GenAI's explicit bucket boundaries (seconds) for
+/// `gen_ai.client.operation.time_to_first_chunk` and `…time_per_output_chunk`
+/// (semantic-conventions-genai, docs/gen-ai/gen-ai-metrics.md). The record's `itl.buckets`
+/// counts the answer's gaps between these; the collector's `/metrics` uses the same table.
+pub const CHUNK_BUCKETS_S: [f64; 14] =
+    [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
+
 /// The providers' API hosts, with the conventions' well-known `gen_ai.provider.name` values:
 /// `(host prefix, host domain, provider)`. A host matches when it is the domain or ends with it
 /// after a `.` or `-` (Vertex AI's regional hosts are `us-central1-aiplatform.googleapis.com`)
@@ -89,6 +96,14 @@ pub fn model_info<'a>(tl: &'a Timeline, cfg: &'a Config) -> ModelInfo<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chunk_buckets_are_ten_ms_doubling() {
+        // record/encode.rs doubles 10 ms instead of reading the table (size): the same bounds.
+        for (i, b) in CHUNK_BUCKETS_S.iter().enumerate() {
+            assert_eq!(*b * 1000.0, 10.0 * (1u32 << i) as f64, "bucket {i}");
+        }
+    }
 
     #[test]
     fn providers_by_host() {

@@ -165,6 +165,17 @@ impl LogHistogram {
         self.n
     }
 
+    /// Samples at most `v` ms, counting the bucket that holds `v` whole: a sample up to 2α
+    /// (2 %) above `v` counts as at most `v`, never one below `v` as above it. What the record's
+    /// `itl.buckets` (OpenTelemetry GenAI's `time_per_output_chunk` boundaries) are made of.
+    pub fn count_le(&self, v: f64) -> u32 {
+        if !(v >= FLOOR) {
+            return if v >= 0.0 { self.zero } else { 0 };
+        }
+        let upto = (key_of(v) - self.base + 1).clamp(0, self.counts.len() as i32) as usize;
+        self.counts[..upto].iter().fold(self.zero, |a, c| a.saturating_add(*c))
+    }
+
     /// Exact smallest sample, `None` when empty.
     pub fn min(&self) -> Option<f64> {
         (self.n > 0).then_some(self.min)
@@ -624,6 +635,22 @@ mod tests {
         // Median ~30 ms with a long tail: what inter-token gaps look like.
         let v: Vec<f64> = (0..50_000).map(|_| (3.4 + 0.9 * rng.normal()).exp()).collect();
         check(&v);
+    }
+
+    #[test]
+    fn count_le_is_exact_but_for_the_bucket_holding_the_bound() {
+        let mut rng = Rng(7);
+        let v: Vec<f64> = (0..20_000).map(|_| (3.4 + 1.2 * rng.normal()).exp()).collect();
+        let mut h = LogHistogram::new();
+        v.iter().for_each(|&x| h.record(x));
+        for b in [0.005, 10.0, 20.0, 40.0, 80.0, 160.0, 1e6] {
+            let below = v.iter().filter(|&&x| x <= b).count() as u32;
+            let slack = v.iter().filter(|&&x| x <= b * (1.0 + 2.0 * ALPHA)).count() as u32;
+            let c = h.count_le(b);
+            assert!(below <= c && c <= slack, "≤{b}: {c} not in [{below}, {slack}]");
+        }
+        assert_eq!(h.count_le(f64::NAN), 0);
+        assert_eq!(h.count_le(f64::INFINITY), h.count());
     }
 
     #[test]
