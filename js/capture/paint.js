@@ -31,6 +31,10 @@ import { PAINT_NONE, PAINT_OBSERVED, PAINT_AUTO } from '../codes.js';
 const FINISH_AFTER_END_MS = 3000;
 /** A 60 Hz frame: the longest vsync interval a paint bracket is extended by. */
 const FRAME_MS = 1000 / 60;
+/** The resolution of the engine's presentation times: coarsened to 4 ms where the page is not
+ * cross-origin isolated (Chromium's coarsening of paint timestamps; its clock then ticks at
+ * 100 µs). Read when the chunk loads (isolation is fixed for a document's life). */
+const NATIVE_RES = globalThis.crossOriginIsolated ? 0 : 4;
 
 // Auto mode (no element named): while a measured stream has no answer element, one
 // MutationObserver on the document (and on open shadow roots) collects the nodes that changed —
@@ -91,7 +95,6 @@ function tailText(el, n) {
  * @property {(w: Watch) => void} done  the record completed: stop watching, deliver it
  * @property {(w: Watch) => void} drop  no more paints will come: finish the record if it ended
  * @property {object[]} frames  the last frames measured (≤ 8), for the engine's own paint times
- * @property {number} nativeRes  the resolution of those times
  * @property {number} vsync  the shortest interval seen between consecutive frames' times
  */
 
@@ -171,7 +174,8 @@ class Watch {
       this.open = null;
       if (this.dirty) {
         this.dirty = false;
-        const f = (this.open = { lo: now, ts, main: 0, hi: 0, t: NaN, shown: 0, probe: '', native: 0 });
+        // `main`, `hi`, `t` and `native` are set as they become known.
+        const f = (this.open = { lo: now, ts });
         this.read(f);
         this.p.frames.push(f); // for the engine's own paint times (makePaint)
         if (this.p.frames.length > 8) this.p.frames.shift();
@@ -227,7 +231,7 @@ class Watch {
     // never past the midpoint; the error reaches both bounds.
     let t = Math.min(lo + p.vsync / 2, (lo + hi) / 2);
     let err = hi - t;
-    if (c.native >= c.lo) [t, err] = [c.native, p.nativeRes];
+    if (c.native >= c.lo) [t, err] = [c.native, NATIVE_RES];
     c.t = t;
     if (p.core.fenced((core) => core.paint(this.h, t, c.shown, err, c.lo, c.probe), false)) p.done(this);
   }
@@ -280,9 +284,6 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     core,
     frames: [],
     vsync: FRAME_MS,
-    // presentationTime is coarsened to 4 ms where the page is not cross-origin isolated
-    // (Chromium's coarsening of paint timestamps; its clock then ticks at 100 µs).
-    nativeRes: globalThis.crossOriginIsolated ? 0 : 4,
     // A browser API of paint observation failed (missing or throwing): paint metrics end for
     // this page, with one warning; requests stay measured. (Core failures go through
     // `core.fenced`, which disables the SDK.)
@@ -340,8 +341,8 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
       let f = null;
       for (const x of p.frames) if (x.lo <= pt) f = x;
       if (!f || (f.main && f.main < pt) || (f.hi && f.hi < pt)) return;
-      if (Number.isNaN(f.t)) f.native = pp;
-      else c.native_paint(f.t, pp, p.nativeRes);
+      if (f.t === undefined) f.native = pp;
+      else c.native_paint(f.t, pp, NATIVE_RES);
     };
     // Long Animation Frames (W3C LoAF): blame for render stalls, and the frame's presentation.
     listen('long-animation-frame', (c, e) => {
