@@ -7,29 +7,25 @@
 // Per frame that follows a text change in an observed element, a paint bracket for when the
 // screen showed it (issue 30: held against Chromium's compositor, the main thread's rendering
 // is a vsync or more before the display):
-//   lower bound: one vsync after the frame's time (the rAF timestamp), and not before its rAF
-//     callback (the rendering update has begun: HTML "update the rendering" runs rAF callbacks,
-//     then style, layout and paint). The text is read there, and no text that arrives later
-//     is credited to this frame;
-//   upper bound: the next frame's rAF callback plus a 60 Hz frame (the compositor draws a frame
-//     whose raster ran long one vsync later).
-// The paint is reported half a vsync after the bracket's start (at most its midpoint), its
-// error reaching both ends; replaced by the engine's own presentation time of that frame
-// where it gives one (Long Animation Frame, Element Timing, interaction-contentful-paint
-// `presentationTime`).
+//   lower bound: the frame's rAF callback (the rendering update has begun: HTML "update the
+//     rendering" runs rAF callbacks, then style, layout and paint). The text is read there,
+//     and no text that arrives later is credited to this frame;
+//   upper bound: the next frame's rAF callback plus a 60 Hz frame (the compositor draws a
+//     frame whose raster ran long one vsync later).
+// The paint is reported at the bracket's midpoint with half its width as the error bound,
+// refined by the engine's own presentation time of that frame where it gives one (Long
+// Animation Frame, Element Timing, interaction-contentful-paint `presentationTime`).
 //
 // Work per mutation batch: a flag; per changed frame: one `textContent.length` read (never
-// innerText, which forces layout), one rAF + one MessageChannel message (its paint step is
-// behind us: the engine's paint entries are matched to frames by it), and one rAF of the next
-// frame (the browser produces that frame for us when nothing else asks for it). Watches are
-// RAII-like: stop() disconnects the MutationObserver, cancels the frame, closes the ports and
-// clears the timer.
+// innerText, which forces layout) and one rAF of the next frame (the browser produces that
+// frame for us when nothing else asks for it). Watches are RAII-like: stop() disconnects the
+// MutationObserver, cancels the frame and clears the timer.
 
 import { PAINT_NONE, PAINT_OBSERVED, PAINT_AUTO } from '../codes.js';
 
 /** After the stream ends, how long the record waits for the frame that paints its end. */
 const FINISH_AFTER_END_MS = 3000;
-/** A 60 Hz frame: the longest vsync interval a paint bracket is extended by. */
+/** A 60 Hz frame: how far past the next frame's rAF callback a paint bracket reaches. */
 const FRAME_MS = 1000 / 60;
 /** The resolution of the engine's presentation times: coarsened to 4 ms where the page is not
  * cross-origin isolated (Chromium's coarsening of paint timestamps; its clock then ticks at
@@ -95,7 +91,6 @@ function tailText(el, n) {
  * @property {(w: Watch) => void} done  the record completed: stop watching, deliver it
  * @property {(w: Watch) => void} drop  no more paints will come: finish the record if it ended
  * @property {object[]} frames  the last frames measured (≤ 8), for the engine's own paint times
- * @property {number} vsync  the shortest interval seen between consecutive frames' times
  */
 
 class Watch {
@@ -106,8 +101,7 @@ class Watch {
    * @param {boolean} explicit  from rum.observe (else the `observe` container)
    * @param {number} base  text length that is not this answer's (a container's earlier
    *   messages, as of the request's start)
-   * @param {number | null} [now]  measure this frame (called from a rAF callback with this
-   *   timestamp: auto mode)
+   * @param {boolean} [now]  measure this frame (called from a rAF callback: auto mode)
    */
   constructor(p, h, el, explicit, base, now) {
     this.p = p;
@@ -117,15 +111,11 @@ class Watch {
     this.base = base;
     this.raf = 0;
     this.dirty = false; // the text changed since the last frame measured
-    this.waiting = false; // between our rAF callback and the first task after its rendering
     this.open = null; // the frame measured last, waiting for the next frame to close its bracket
     this.timer = 0;
     this.live = true;
-    this.chan = null;
     this.mo = null;
     try {
-      this.chan = new MessageChannel();
-      this.chan.port1.onmessage = () => this.rendered();
       this.mo = new MutationObserver(() => this.changed());
       this.mo.observe(el, { childList: true, characterData: true, subtree: true });
       if (typeof requestAnimationFrame !== 'function') throw new TypeError('requestAnimationFrame is not available');
@@ -134,35 +124,31 @@ class Watch {
       throw e;
     }
     this.dirty = true;
-    if (now != null) this.frame(now);
+    if (now) this.frame();
     else this.next();
   }
 
   changed() {
     // A MutationObserver callback: nothing may throw into the page.
     try {
-      // Per mutation batch only a flag (the pending frame): the text is read once per frame...
+      // Per mutation batch only a flag (the pending frame): the text is read once per frame,
+      // in its rAF callback. A write in an app's own rAF callback after ours is read in the
+      // next frame (README limitations): no text is credited to a frame that read the element
+      // before it came.
       this.dirty = true;
       this.next();
-      // ...or again between our rAF callback and the rest of its rendering update (an app's
-      // own rAF callback registered after ours), which this frame paints. Text a task added
-      // after that rendering (a chunk that came before our message) is kept out by the core:
-      // it credits a frame only with what had arrived by its rAF callback (`read`). A write
-      // in an app rAF callback when ours was not pending is seen one frame late (README
-      // limitations).
-      if (this.waiting && this.open) this.read(this.open);
     } catch (e) {
       this.p.fail(e);
     }
   }
 
   next() {
-    if (!this.raf) this.raf = requestAnimationFrame((ts) => this.frame(ts));
+    if (!this.raf) this.raf = requestAnimationFrame(() => this.frame());
   }
 
-  /** A rAF callback (`ts`: the frame's time): closes the bracket of the frame measured
-   * before, and measures this one if the text changed. */
-  frame(ts) {
+  /** A rAF callback: closes the bracket of the frame measured before, and measures this one
+   * if the text changed. */
+  frame() {
     this.raf = 0;
     if (!this.el.isConnected) {
       this.p.drop(this);
@@ -174,16 +160,35 @@ class Watch {
       this.open = null;
       if (this.dirty) {
         this.dirty = false;
-        // `main`, `hi`, `t` and `native` are set as they become known.
-        const f = (this.open = { lo: now, ts });
+        // `hi` and `t` are set when the next frame closes its bracket.
+        const f = (this.open = { lo: now });
         this.read(f);
-        this.p.frames.push(f); // for the engine's own paint times (makePaint)
-        if (this.p.frames.length > 8) this.p.frames.shift();
-        this.waiting = true;
-        this.chan.port2.postMessage(0);
+        // The last 8, for the engine's own paint times (makePaint).
+        if (this.p.frames.push(f) > 8) this.p.frames.shift();
         this.next(); // its bracket closes with the next frame
       }
-      if (c) this.report(c, ts, now);
+      if (!c) return;
+      // Frame `c` is closed by this one (its rAF callback `now`). When did the screen show
+      // it? Held against Chromium's compositor (paint-compositor.spec.js): not before its rAF
+      // callback (its rendering had begun; it was displayed a vsync after its frame's time), and
+      // at the latest one frame after the next frame's callback — two vsyncs after its own when
+      // its raster ran long (several KB of CJK and emoji at once), the next frame's time plus one
+      // when the page's own tasks delayed the frames. The paint is the bracket's midpoint, half
+      // its width the error (its lower bound is also where the text was read: the core credits
+      // the frame only with what had arrived by then). The engine's own presentation time of the
+      // frame refines it where given (`presented` in makePaint). A paint that completed the record
+      // keeps its bracket.
+      const p = this.p;
+      if (!p.core.live()) {
+        this.stop(); // measurement was disabled: nothing to report to
+        return;
+      }
+      const hi = now + FRAME_MS;
+      const t = (c.lo + hi) / 2;
+      const err = (hi - c.lo) / 2;
+      c.hi = now;
+      c.t = t;
+      if (p.core.fenced((core) => core.paint(this.h, t, c.shown, err, c.probe), false)) p.done(this);
     } catch (e) {
       this.p.fail(e); // a rAF callback must not throw into the page
     }
@@ -199,43 +204,6 @@ class Watch {
     f.probe = tailText(this.el, PROBE_CHARS);
   }
 
-  /** The first task after the rendering update of the frame measured last: its paint step
-   * is behind us (the engine's paint times are matched to frames by it). */
-  rendered() {
-    this.waiting = false;
-    if (this.open && !this.open.main) this.open.main = performance.now();
-  }
-
-  /**
-   * Frame `c` is closed by the next one (its rAF callback at `lo1`, frame time `ts1`). When
-   * did the screen show it? Held against Chromium's compositor (paint-compositor.spec.js):
-   * never before one vsync after its frame time (the compositor draws it at the earliest in
-   * the frame it was committed in, displayed a vsync later) nor before its rAF callback; and
-   * at the latest one frame after the next frame began — two vsyncs after its own when its
-   * raster ran long (several KB of CJK and emoji at once), the next frame's time plus one when
-   * the page's own tasks delayed the frames. The engine's own presentation time of the frame
-   * replaces the bracket where given.
-   */
-  report(c, ts1, lo1) {
-    const p = this.p;
-    if (!this.live || !p.core.live()) {
-      this.stop(); // measurement was disabled: nothing to report to
-      return;
-    }
-    const d = ts1 - c.ts;
-    if (d >= 4) p.vsync = Math.min(p.vsync, d); // the display's frame interval (≤ 240 Hz)
-    const lo = Math.max(c.lo, c.ts + p.vsync);
-    const hi = Math.max(lo1, lo) + FRAME_MS;
-    c.hi = lo1;
-    // The estimate: half a vsync past the earliest (where the compositor put most frames),
-    // never past the midpoint; the error reaches both bounds.
-    let t = Math.min(lo + p.vsync / 2, (lo + hi) / 2);
-    let err = hi - t;
-    if (c.native >= c.lo) [t, err] = [c.native, NATIVE_RES];
-    c.t = t;
-    if (p.core.fenced((core) => core.paint(this.h, t, c.shown, err, c.lo, c.probe), false)) p.done(this);
-  }
-
   /** The stream ended but its end is not painted yet: give the page a while to paint it. */
   ended() {
     if (!this.timer) this.timer = setTimeout(() => this.p.drop(this), FINISH_AFTER_END_MS);
@@ -247,11 +215,6 @@ class Watch {
     if (this.mo) this.mo.disconnect();
     if (this.raf) cancelAnimationFrame(this.raf);
     if (this.timer) clearTimeout(this.timer);
-    if (this.chan) {
-      this.chan.port1.onmessage = null;
-      this.chan.port1.close();
-      this.chan.port2.close();
-    }
   }
 }
 
@@ -283,7 +246,6 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
   const p = {
     core,
     frames: [],
-    vsync: FRAME_MS,
     // A browser API of paint observation failed (missing or throwing): paint metrics end for
     // this page, with one warning; requests stay measured. (Core failures go through
     // `core.fenced`, which disables the SDK.)
@@ -333,16 +295,16 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     // before that paint step and whose next task came after it. Not `paintTime` itself: that
     // is the main thread's paint, a vsync or more before the screen showed it.
     const presented = (c, e) => {
-      const [pt, pp] = [e.paintTime, e.presentationTime];
-      if (!refine || !(pt > 0 && pp >= pt)) return;
-      // The latest frame measured whose rAF callback came before that paint step, unless its
-      // next task or the next frame came before it too (the paint step of a frame we did not
-      // measure).
+      const pt = e.paintTime;
+      const pp = e.presentationTime;
+      if (!(refine && pp >= pt && pt > 0)) return;
+      // The latest frame measured whose rAF callback came before that paint step, unless the
+      // next frame's came before it too (the paint step of a frame we did not measure).
+      // Entries come after the frame was presented, a frame or more after our report of it
+      // (`hi`, `t`: reported; one not reported yet keeps its bracket).
       let f = null;
       for (const x of p.frames) if (x.lo <= pt) f = x;
-      if (!f || (f.main && f.main < pt) || (f.hi && f.hi < pt)) return;
-      if (f.t === undefined) f.native = pp;
-      else c.native_paint(f.t, pp, NATIVE_RES);
+      if (f && f.hi >= pt) c.native_paint(f.t, pp, NATIVE_RES);
     };
     // Long Animation Frames (W3C LoAF): blame for render stalls, and the frame's presentation.
     listen('long-animation-frame', (c, e) => {
@@ -375,7 +337,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     perf = null;
   }
 
-  function watch(h, el, explicit, base, src = PAINT_OBSERVED, now = null) {
+  function watch(h, el, explicit, base, src = PAINT_OBSERVED, now = false) {
     const old = watches.get(h);
     if (old) old.stop();
     forget(h);
@@ -457,12 +419,12 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
   }
 
   function tick(f) {
-    if (!f.raf) f.raf = requestAnimationFrame((ts) => found(f, ts));
+    if (!f.raf) f.raf = requestAnimationFrame(() => found(f));
   }
 
   /** A frame after changes (or after an unfound stream ended): which changed node shows which
    * waiting answer? Newest request first. */
-  function found(f, ts) {
+  function found(f) {
     f.raf = 0;
     if (finder !== f) return;
     try {
@@ -480,7 +442,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
           const hit = claim(h, el);
           if (hit === 0) continue;
           near = true;
-          if (hit && watch(h, hit.el, false, hit.base, PAINT_AUTO, ts)) {
+          if (hit && watch(h, hit.el, false, hit.base, PAINT_AUTO, true)) {
             hs = hs.filter((x) => x !== h);
             break;
           }

@@ -192,8 +192,9 @@ impl Timeline {
     }
 
     /// A frame painted the observed element at `t` (± `err_ms`) with `len` chars of text read
-    /// at `read`, ending with `probe` (the element's last few dozen chars; "" when unknown).
-    pub fn on_paint(&mut self, t: f64, len: u32, err_ms: f64, read: f64, probe: &str) {
+    /// at `t − err_ms`, ending with `probe` (the element's last few dozen chars; "" when
+    /// unknown).
+    pub fn on_paint(&mut self, t: f64, len: u32, err_ms: f64, probe: &str) {
         let chars = self.content.content_chars;
         // Where the probe should be, by the raw/rendered ratio at the last match: picks the
         // right one of several occurrences in repetitive text.
@@ -207,7 +208,7 @@ impl Timeline {
         if let (Some(p), true) = (probed, len > 0) {
             self.probe_ratio = Some(p as f64 / len as f64);
         }
-        self.paint.on_paint_read(t, len, err_ms, read, probed);
+        self.paint.on_paint_read(t, len, err_ms, f64::NAN, probed);
     }
 
     /// Auto mode: does `text` show this answer? `whole`: it is an element's whole text (see
