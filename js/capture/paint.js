@@ -27,10 +27,6 @@ import { PAINT_NONE, PAINT_OBSERVED, PAINT_AUTO } from '../codes.js';
 const FINISH_AFTER_END_MS = 3000;
 /** A 60 Hz frame: how far past the next frame's rAF callback a paint bracket reaches. */
 const FRAME_MS = 1000 / 60;
-/** The resolution of the engine's presentation times: coarsened to 4 ms where the page is not
- * cross-origin isolated (Chromium's coarsening of paint timestamps; its clock then ticks at
- * 100 µs). Read when the chunk loads (isolation is fixed for a document's life). */
-const NATIVE_RES = globalThis.crossOriginIsolated ? 0 : 4;
 
 // Auto mode (no element named): while a measured stream has no answer element, one
 // MutationObserver on the document (and on open shadow roots) collects the nodes that changed —
@@ -110,7 +106,7 @@ class Watch {
     this.explicit = explicit;
     this.base = base;
     this.raf = 0;
-    this.dirty = false; // the text changed since the last frame measured
+    this.dirty = true; // the text changed since the last frame measured (first: measure it)
     this.open = null; // the frame measured last, waiting for the next frame to close its bracket
     this.timer = 0;
     this.live = true;
@@ -123,7 +119,6 @@ class Watch {
       this.stop(); // what was made so far; the caller reports the failure
       throw e;
     }
-    this.dirty = true;
     if (now) this.frame();
     else this.next();
   }
@@ -161,8 +156,13 @@ class Watch {
       if (this.dirty) {
         this.dirty = false;
         // `hi` and `t` are set when the next frame closes its bracket.
-        const f = (this.open = { lo: now });
-        this.read(f);
+        // What this frame will paint. Every mutated frame is reported, even when the length
+        // did not change: a re-render after an invisible last token (a trailing newline under
+        // markdown) is the frame that shows the final answer, and the core needs a paint after
+        // the last arrival to know it. One O(text) read per frame, not per mutation: reading
+        // per mutation made a 20 000-append answer quadratic (148 µs per append in
+        // scripts/bench.js).
+        const f = (this.open = { lo: now, shown: Math.max(0, this.el.textContent.length - this.base), probe: tailText(this.el, PROBE_CHARS) });
         // The last 8, for the engine's own paint times (makePaint).
         if (this.p.frames.push(f) > 8) this.p.frames.shift();
         this.next(); // its bracket closes with the next frame
@@ -192,16 +192,6 @@ class Watch {
     } catch (e) {
       this.p.fail(e); // a rAF callback must not throw into the page
     }
-  }
-
-  read(f) {
-    // What this frame will paint. Every mutated frame is reported, even when the length did
-    // not change: a re-render after an invisible last token (a trailing newline under
-    // markdown) is the frame that shows the final answer, and the core needs a paint after
-    // the last arrival to know it. One O(text) read per frame, not per mutation: reading per
-    // mutation made a 20 000-append answer quadratic (148 µs per append in scripts/bench.js).
-    f.shown = Math.max(0, this.el.textContent.length - this.base);
-    f.probe = tailText(this.el, PROBE_CHARS);
   }
 
   /** The stream ended but its end is not painted yet: give the page a while to paint it. */
@@ -295,16 +285,16 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     // before that paint step and whose next task came after it. Not `paintTime` itself: that
     // is the main thread's paint, a vsync or more before the screen showed it.
     const presented = (c, e) => {
-      const pt = e.paintTime;
-      const pp = e.presentationTime;
-      if (!(refine && pp >= pt && pt > 0)) return;
+      const pt = e.paintTime; // 0 where not exposed: no frame matches
       // The latest frame measured whose rAF callback came before that paint step, unless the
       // next frame's came before it too (the paint step of a frame we did not measure).
       // Entries come after the frame was presented, a frame or more after our report of it
       // (`hi`, `t`: reported; one not reported yet keeps its bracket).
       let f = null;
       for (const x of p.frames) if (x.lo <= pt) f = x;
-      if (f && f.hi >= pt) c.native_paint(f.t, pp, NATIVE_RES);
+      // Its resolution: coarsened to 4 ms where the page is not cross-origin isolated
+      // (Chromium's coarsening of paint timestamps; its clock then ticks at 100 µs).
+      if (refine && f && f.hi >= pt && e.presentationTime >= pt) c.native_paint(f.t, e.presentationTime, globalThis.crossOriginIsolated ? 0 : 4);
     };
     // Long Animation Frames (W3C LoAF): blame for render stalls, and the frame's presentation.
     listen('long-animation-frame', (c, e) => {
