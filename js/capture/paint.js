@@ -25,6 +25,8 @@ import { PAINT_NONE, PAINT_OBSERVED, PAINT_AUTO } from '../codes.js';
 
 /** After the stream ends, how long the record waits for the frame that paints its end. */
 const FINISH_AFTER_END_MS = 3000;
+/** The last frames measured (≤ 8, any watch of the page), for the engine's own paint times. */
+const recent = [];
 /** A 60 Hz frame: how far past the next frame's rAF callback a paint bracket reaches. */
 const FRAME_MS = 1000 / 60;
 
@@ -86,7 +88,6 @@ function tailText(el, n) {
  *   metrics off (requests stay measured)
  * @property {(w: Watch) => void} done  the record completed: stop watching, deliver it
  * @property {(w: Watch) => void} drop  no more paints will come: finish the record if it ended
- * @property {object[]} frames  the last frames measured (≤ 8), for the engine's own paint times
  */
 
 class Watch {
@@ -164,7 +165,7 @@ class Watch {
         // scripts/bench.js).
         const f = (this.open = { lo: now, shown: Math.max(0, this.el.textContent.length - this.base), probe: tailText(this.el, PROBE_CHARS) });
         // The last 8, for the engine's own paint times (makePaint).
-        if (this.p.frames.push(f) > 8) this.p.frames.shift();
+        if (recent.push(f) > 8) recent.shift();
         this.next(); // its bracket closes with the next frame
       }
       if (!c) return;
@@ -235,7 +236,6 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
   /** @type {PaintState} */
   const p = {
     core,
-    frames: [],
     // A browser API of paint observation failed (missing or throwing): paint metrics end for
     // this page, with one warning; requests stay measured. (Core failures go through
     // `core.fenced`, which disables the SDK.)
@@ -291,7 +291,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
       // Entries come after the frame was presented, a frame or more after our report of it
       // (`hi`, `t`: reported; one not reported yet keeps its bracket).
       let f = null;
-      for (const x of p.frames) if (x.lo <= pt) f = x;
+      for (const x of recent) if (x.lo <= pt) f = x;
       // Its resolution: coarsened to 4 ms where the page is not cross-origin isolated
       // (Chromium's coarsening of paint timestamps; its clock then ticks at 100 µs).
       if (refine && f && f.hi >= pt && e.presentationTime >= pt) c.native_paint(f.t, e.presentationTime, globalThis.crossOriginIsolated ? 0 : 4);
