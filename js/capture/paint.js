@@ -11,7 +11,8 @@
 //     rendering" runs rAF callbacks, then style, layout and paint). The text is read there,
 //     and no text that arrives later is credited to this frame;
 //   upper bound: the next frame's rAF callback plus a 60 Hz frame (the compositor draws a
-//     frame whose raster ran long one vsync later).
+//     frame whose raster ran long one vsync later), at most three frames after the lower
+//     bound (the latest display measured: two).
 // The paint is reported at the bracket's midpoint with half its width as the error bound,
 // refined by the engine's own presentation time of that frame where it gives one (Long
 // Animation Frame, Element Timing, interaction-contentful-paint `presentationTime`).
@@ -27,7 +28,7 @@ import { PAINT_NONE, PAINT_OBSERVED, PAINT_AUTO } from '../codes.js';
 const FINISH_AFTER_END_MS = 3000;
 /** The last frames measured (≤ 8, any watch of the page), for the engine's own paint times. */
 const recent = [];
-/** A 60 Hz frame: how far past the next frame's rAF callback a paint bracket reaches. */
+/** A 60 Hz frame: the unit of a paint bracket's reach (see above). */
 const FRAME_MS = 1000 / 60;
 
 // Auto mode (no element named): while a measured stream has no answer element, one
@@ -115,7 +116,7 @@ class Watch {
     try {
       this.mo = new MutationObserver(() => this.changed());
       this.mo.observe(el, { childList: true, characterData: true, subtree: true });
-      if (typeof requestAnimationFrame !== 'function') throw new TypeError('requestAnimationFrame is not available');
+      if (typeof requestAnimationFrame !== 'function') throw new TypeError('no requestAnimationFrame');
     } catch (e) {
       this.stop(); // what was made so far; the caller reports the failure
       throw e;
@@ -171,25 +172,25 @@ class Watch {
       if (!c) return;
       // Frame `c` is closed by this one (its rAF callback `now`). When did the screen show
       // it? Held against Chromium's compositor (paint-compositor.spec.js): not before its rAF
-      // callback (its rendering had begun; it was displayed a vsync after its frame's time), and
-      // at the latest one frame after the next frame's callback — two vsyncs after its own when
-      // its raster ran long (several KB of CJK and emoji at once), the next frame's time plus one
-      // when the page's own tasks delayed the frames. The paint is the bracket's midpoint, half
-      // its width the error (its lower bound is also where the text was read: the core credits
-      // the frame only with what had arrived by then). The engine's own presentation time of the
-      // frame refines it where given (`presented` in makePaint). A paint that completed the record
-      // keeps its bracket.
+      // callback (its rendering had begun), usually one frame after it (16.1–16.3 ms measured:
+      // drawn in the frame it was committed in, displayed a vsync later), at most two (33 ms:
+      // its raster ran long — several KB of CJK and emoji at once — or the page's own tasks
+      // delayed the frames), and never after the next frame's callback plus a frame. The
+      // bracket ends at the earlier of that and three frames after the callback; the paint is
+      // its midpoint, half its width the error — so the text was read at its lower bound, and
+      // the core credits the frame only with what had arrived by then. The engine's own
+      // presentation time of the frame refines it where given (`presented` in makePaint); a
+      // paint that completed the record keeps its bracket.
       const p = this.p;
       if (!p.core.live()) {
         this.stop(); // measurement was disabled: nothing to report to
         return;
       }
-      const hi = now + FRAME_MS;
+      const hi = Math.min(now, c.lo + 2 * FRAME_MS) + FRAME_MS;
       const t = (c.lo + hi) / 2;
-      const err = (hi - c.lo) / 2;
       c.hi = now;
       c.t = t;
-      if (p.core.fenced((core) => core.paint(this.h, t, c.shown, err, c.probe), false)) p.done(this);
+      if (p.core.fenced((core) => core.paint(this.h, t, c.shown, hi - t, c.probe), false)) p.done(this);
     } catch (e) {
       this.p.fail(e); // a rAF callback must not throw into the page
     }
@@ -293,8 +294,9 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
       let f = null;
       for (const x of recent) if (x.lo <= pt) f = x;
       // Its resolution: coarsened to 4 ms where the page is not cross-origin isolated
-      // (Chromium's coarsening of paint timestamps; its clock then ticks at 100 µs).
-      if (refine && f && f.hi >= pt && e.presentationTime >= pt) c.native_paint(f.t, e.presentationTime, globalThis.crossOriginIsolated ? 0 : 4);
+      // (Chromium's coarsening of paint timestamps; its clock then ticks at 100 µs). Only an
+      // engine with presentationTime gets here: it has crossOriginIsolated.
+      if (refine && f && f.hi >= pt && e.presentationTime >= pt) c.native_paint(f.t, e.presentationTime, crossOriginIsolated ? 0 : 4);
     };
     // Long Animation Frames (W3C LoAF): blame for render stalls, and the frame's presentation.
     listen('long-animation-frame', (c, e) => {
@@ -331,8 +333,8 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     const old = watches.get(h);
     if (old) old.stop();
     forget(h);
-    // The browser side first (it can fail: an engine without MutationObserver,
-    // requestAnimationFrame or MessageChannel), then the core is told to expect paints.
+    // The browser side first (it can fail: an engine without MutationObserver or
+    // requestAnimationFrame), then the core is told to expect paints.
     let w;
     try {
       w = new Watch(p, h, el, explicit, base, now);

@@ -52,7 +52,15 @@ for (const [name, p] of Object.entries(PAGES)) {
     await page.evaluate(async () => (await import('/helpers.js')).startRum());
     const decoder = await context.newPage();
     for (let k = 0; k < RUNS; k++) {
-      const { rec, start, truth } = await run(page, decoder, p);
+      let r = await run(page, decoder, p);
+      if (!r.truth.first || !r.truth.last) {
+        // The screencast stopped sending frames before the box changed (seen once with the
+        // machine's load at 7 on 2 cores: 39 frames, none with text): a recording, not the SDK,
+        // failed. Once more; a second failure fails the test below.
+        console.log(`compositor ${name}: recording incomplete (${JSON.stringify(r.truth)}), once more`);
+        r = await run(page, decoder, p);
+      }
+      const { rec, start, truth } = r;
       expect(rec.outcome).toBe('ok');
       // Every vsync gave a frame (the animation), and the box showed the answer.
       expect(truth.frameMs, JSON.stringify(truth)).toBeLessThan(20);
