@@ -283,8 +283,8 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     // The engine's presentation time of a frame we measured (Paint Timing's PaintTimingMixin:
     // `paintTime`, the rendering update's paint step; `presentationTime`, when the compositor
     // presented it, null where not exposed). Our frame is the one whose rAF callback ran
-    // before that paint step and whose next task came after it. Not `paintTime` itself: that
-    // is the main thread's paint, a vsync or more before the screen showed it.
+    // before that paint step, the next frame's after it. Not `paintTime` itself: that is the
+    // main thread's paint, a vsync or more before the screen showed it.
     const presented = (c, e) => {
       const pt = e.paintTime; // 0 where not exposed: no frame matches
       // The latest frame measured whose rAF callback came before that paint step, unless the
