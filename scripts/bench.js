@@ -39,6 +39,8 @@ const LOADS = arg('loads', 20);
 const FIRSTS = arg('firsts', 40);
 const ROUNDS = arg('rounds', 9);
 const SOAK = arg('soak', 5000);
+/** The soak's bound on the JS heap's movement past the first thousand answers. */
+const SOAK_HEAP_KIB = 256;
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // The peer, bundled the way a page would ship it.
@@ -679,5 +681,10 @@ async function soak() {
     const first = rows[0];
     const last = rows[rows.length - 1];
     console.log(`  past the first thousand: wasm memory ${last.wasm - first.wasm >= 0 ? '+' : ''}${((last.wasm - first.wasm) / 1024).toFixed(0)} KiB, JS heap ${last.heap - first.heap >= 0 ? '+' : ''}${((last.heap - first.heap) / 1024).toFixed(0)} KiB`);
+    // Flat means: the wasm memory never grows again (it only grows by whole 64 KiB pages, and
+    // every answer's state is freed), and the heap moves by less than SOAK_HEAP_KIB (GC timing,
+    // V8's own caches), whatever the number of answers.
+    const flat = last.wasm === first.wasm && Math.abs(last.heap - first.heap) <= SOAK_HEAP_KIB * 1024;
+    console.log(`  bound: wasm +0 KiB, JS heap ±${SOAK_HEAP_KIB} KiB → ${flat ? 'flat' : 'GROWING'}`);
   }
 }
