@@ -4,8 +4,9 @@
 # run in — Chromium + chromedriver, Firefox ESR + geckodriver (crates.io), WebKitGTK's
 # WebKitWebDriver + MiniBrowser with Xvfb (Debian packages) — nginx (the collector's proxy
 # test), prometheus with promtool (the collector's Prometheus test), the npm dev dependencies
-# (Playwright library, selenium-webdriver, binaryen's wasm-opt) and the toolchain test's pinned
-# bundlers (tests/toolchains). No browser downloads: Playwright drives the system Chromium,
+# (Playwright library, selenium-webdriver, binaryen's wasm-opt), the toolchain test's pinned
+# bundlers (tests/toolchains) and the real-UI test's chat libraries (tests/realui). No browser
+# downloads: Playwright drives the system Chromium,
 # W3C WebDriver the others.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,6 +66,14 @@ fi
 if [ ! -d tests/toolchains/node_modules/next ] || [ tests/toolchains/package-lock.json -nt tests/toolchains/node_modules/.package-lock.json ]; then
   say "installing the toolchain test's bundlers (tests/toolchains)"
   (cd tests/toolchains && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+# The real-UI test (tests/e2e/realui.spec.js) builds chat pages on real chat UI and streaming
+# markdown libraries — react-markdown, Streamdown, assistant-ui, NLUX (with React 18, its peer
+# range), Vue — pinned in their own fixture folder with its own lockfile.
+if [ ! -d tests/realui/node_modules/streamdown ] || [ tests/realui/package-lock.json -nt tests/realui/node_modules/.package-lock.json ]; then
+  say "installing the real-UI test's chat libraries (tests/realui)"
+  (cd tests/realui && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
 # The OTLP exporter's test parses payloads with the official opentelemetry-proto definitions

@@ -2,7 +2,8 @@
 # Every test layer, in order: native core + server (cargo test), the browser layer
 # (wasm-bindgen-test) in headless Chromium, headless Firefox ESR and WebKitGTK, end-to-end against the
 # real scripted server (Playwright; its engines.spec.js drives Firefox ESR and WebKitGTK too,
-# over W3C WebDriver). Ends with one summary line "N passed, N failed" summing all layers.
+# over W3C WebDriver; realui.spec.js runs chat pages built on real chat UI libraries,
+# tests/realui). Ends with one summary line "N passed, N failed" summing all layers.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
@@ -56,7 +57,7 @@ wasm_tests Firefox GECKODRIVER="$GECKODRIVER_BIN"
 wasm_tests WebKit xvfb-run -a env SAFARIDRIVER=/usr/bin/WebKitWebDriver
 
 echo "=== end-to-end tests (Playwright, system Chromium)"
-rm -f test-results/e2e.json test-results/engines.json test-results/toolchains.json
+rm -f test-results/e2e.json test-results/engines.json test-results/toolchains.json test-results/realui.json
 t0=$SECONDS
 npx playwright test "$@"
 e2e=$?

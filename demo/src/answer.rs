@@ -35,24 +35,92 @@ fn ttft(start: f64, first_token: f64) -> f64 {\n\
 In short: measure **where the user is**, and link each answer to its server trace. ✅\n\
 \n";
 
+/// The answers a request can ask for (`answer=NAME`; default [`ANSWER`]): markdown-heavy texts
+/// that open the way chat answers do and renderers stumble on (tests/e2e/realui.spec.js). Each
+/// ends with a blank line, as [`ANSWER`] does.
+pub static ANSWERS: &[(&str, &str)] = &[
+    ("default", ANSWER),
+    // A list first: a renderer shows a bullet (or a literal "-") before any word.
+    (
+        "list",
+        "- Open the *network* panel and start a trace;\n\
+- send the prompt, then watch the first chunk arrive;\n\
+- compare it with the first painted word.\n\
+\n\
+The gap between the last two is what the **renderer** costs: parsing, highlighting and layout.\n\
+\n",
+    ),
+    // A fence naming its language first: its info string is a class (`language-js`) or a label
+    // ("JavaScript") on screen, never the code's text.
+    (
+        "code",
+        "```js\n\
+const start = performance.now();\n\
+const reply = await fetch('/v1/chat/completions', { method: 'POST' });\n\
+console.log(performance.now() - start); // ms to headers\n\
+```\n\
+\n\
+That logs the time to headers only: the first **token** comes later, and its paint later still.\n\
+\n",
+    ),
+    // A heading of the second level, then a numbered list (its numbers are list markers on
+    // screen, not text).
+    (
+        "steps",
+        "## Three steps to a faster answer\n\
+\n\
+1. Stream the response instead of waiting for all of it.\n\
+2. Render each token as it arrives, without re-parsing everything.\n\
+3. Keep the main thread free while text streams in.\n\
+\n\
+Each step moves the *first painted word* closer to the first token.\n\
+\n",
+    ),
+];
+
+/// The text of answer `name`, if there is one.
+pub fn named(name: &str) -> Option<&'static str> {
+    ANSWERS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
 /// The tokens of [`ANSWER`], computed once.
 pub fn tokens() -> &'static [&'static str] {
-    static TOKENS: OnceLock<Vec<&'static str>> = OnceLock::new();
-    TOKENS.get_or_init(|| tokenize(ANSWER))
+    tokens_of(ANSWER)
+}
+
+/// The tokens of one of [`ANSWERS`], computed once per answer.
+pub fn tokens_of(text: &'static str) -> &'static [&'static str] {
+    static TOKENS: OnceLock<Vec<Vec<&'static str>>> = OnceLock::new();
+    let all = TOKENS.get_or_init(|| ANSWERS.iter().map(|(_, t)| tokenize(t)).collect());
+    match ANSWERS.iter().position(|(_, t)| t.as_ptr() == text.as_ptr() && t.len() == text.len()) {
+        Some(i) => &all[i],
+        // [`ANSWER`] itself: a `const`, whose copies need not share the static's address.
+        None => &all[0],
+    }
 }
 
 /// Content token `i` of an answer of any length: the text repeats cyclically.
 pub fn token(i: u64) -> &'static str {
-    let t = tokens();
+    token_of(ANSWER, i)
+}
+
+/// Content token `i` of answer `text` (one of [`ANSWERS`]), repeating cyclically.
+pub fn token_of(text: &'static str, i: u64) -> &'static str {
+    let t = tokens_of(text);
     t[(i % t.len() as u64) as usize]
 }
 
 /// The full text of an answer of `n` tokens (used for non-stream bodies and format epilogues
 /// that repeat the whole text, e.g. OpenAI Responses' `output_text.done`).
 pub fn text(n: u64) -> String {
+    text_of(ANSWER, n)
+}
+
+/// As [`text`], of answer `text` (one of [`ANSWERS`]).
+pub fn text_of(text: &'static str, n: u64) -> String {
     let mut s = String::new();
     for i in 0..n {
-        s.push_str(token(i));
+        s.push_str(token_of(text, i));
     }
     s
 }
@@ -119,6 +187,17 @@ mod tests {
         assert!(tokens().contains(&" 👩‍💻"));
         assert!(tokens().contains(&" 日本語"));
         assert!(tokens().contains(&" naïve"));
+    }
+
+    #[test]
+    fn every_answer_tokenizes_whole_and_ends_a_block() {
+        for (name, text) in ANSWERS {
+            assert_eq!(tokens_of(text).concat(), *text, "{name}");
+            assert!(text.ends_with("\n\n"), "{name}");
+            assert_eq!(named(name), Some(*text));
+        }
+        assert_eq!(tokens_of(named("code").unwrap())[..4], ["`", "`", "`", "js"]);
+        assert_eq!(named("nope"), None);
     }
 
     #[test]

@@ -177,7 +177,7 @@ impl Generator {
         for chunk in sc.schedule() {
             let mut text = String::new();
             for i in chunk.first..chunk.first + chunk.count {
-                text.push_str(answer::token(sc.from + i));
+                text.push_str(answer::token_of(sc.answer, sc.from + i));
             }
             let ev = self.shaper.content(&text, chunk.count);
             let first_at = self.first_part_at(chunk.at_ms, &ev);

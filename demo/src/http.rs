@@ -417,7 +417,7 @@ async fn generation(
         crate::timer::sleep_until(at(sc.total_ms())).await;
         guard.disarm();
         drop(permit);
-        let text = crate::answer::text(sc.tokens);
+        let text = crate::answer::text_of(sc.answer, sc.tokens);
         let (ct, body) = shaper.non_stream(&text, sc.tokens);
         rec.update(|t| {
             t.prefill_ms = Some(sc.prefill_ms);

@@ -36,6 +36,9 @@ pub struct Scenario {
     /// The answer starts at this token of the text (`from=`): two streams that say different
     /// things (the auto-mode tests' concurrent answers).
     pub from: u64,
+    /// Which answer text (`answer=`, one of `answer::ANSWERS`): markdown-heavy answers opening
+    /// with a list, a fenced code block naming its language, a heading and a numbered list.
+    pub answer: &'static str,
     /// Content tokens per write (event). An event is sent when its last token is due.
     pub per_chunk: u64,
     /// (token index k, extra ms before token k); sorted by k. Delays add up and shift every
@@ -102,6 +105,7 @@ impl Scenario {
             seed: 1,
             tokens: 120,
             from: 0,
+            answer: crate::answer::ANSWER,
             per_chunk: 1,
             stalls: Vec::new(),
             headers_late: false,
@@ -168,6 +172,9 @@ impl Scenario {
                 "seed" => self.seed = int(k, v, u64::MAX)?,
                 "tokens" => self.tokens = int(k, v, MAX_TOKENS)?,
                 "from" => self.from = int(k, v, MAX_TOKENS)?,
+                "answer" => {
+                    self.answer = crate::answer::named(v).ok_or_else(|| format!("unknown answer {v:?}"))?
+                }
                 "per_chunk" => self.per_chunk = int(k, v, MAX_TOKENS)?.max(1),
                 "stall_at" => {
                     for p in v.split(',').filter(|p| !p.is_empty()) {
@@ -522,12 +529,15 @@ mod tests {
             "prefill_ms=1e9",
             "status=42",
             "split=maybe",
+            "answer=poem",
         ] {
             assert!(s.apply(&parse_query(q)).is_err(), "{q}");
         }
         assert!(s.apply(&parse_query("unknown=1&test_id=x")).is_ok());
         assert!(sc("default", "status=200").status.is_none());
         assert_eq!(sc("default", "status=503").status, Some(503));
+        assert!(sc("default", "answer=code").answer.starts_with("```js\n"));
+        assert_eq!(sc("default", "").answer, crate::answer::ANSWER);
     }
 
     #[test]

@@ -38,6 +38,14 @@ const FRAME_MS = 1000 / 60;
 // paint probes use). Mutation callbacks run before the frame that paints the change, so the
 // element found is measured in that same frame: its first paint is bracketed as it would be
 // with rum.observe(el). The document observer is disconnected as soon as no stream waits.
+//
+// An answer's first frames can show no letters to find it by: a literal `#`, `-` or backtick
+// before the renderer knows what they start, an empty code box under its "JavaScript" label
+// (issue 29). So each frame while a stream waits is bracketed like a paint (its rAF callback, a
+// message after it) and remembered with the elements that changed in it and their text length;
+// when an element is found, the earlier frames that changed it (or something inside it) are
+// reported as its paints first: its first paint is the frame rum.observe(el) would have seen.
+// The core keeps out frames before the answer's first arrival (a "typing…" placeholder).
 /** Distinct changed nodes remembered per frame (more are dropped until the next frame). */
 const AUTO_MAX_NODES = 512;
 /** Levels climbed from a changed node to the answer's own container. */
@@ -45,6 +53,10 @@ const AUTO_MAX_CLIMB = 8;
 /** A container may hold this much text before the answer (a "Assistant:" label) and still be
  * the answer's: more is a chat log's earlier messages. */
 const AUTO_MAX_LABEL = 40;
+/** Frames remembered while streams wait for their element (a first paint before letters). */
+const AUTO_FRAMES = 32;
+/** Changed elements remembered per frame. */
+const AUTO_FRAME_ELS = 32;
 /** A stream that ended unfound: frames with nothing answer-like changing before giving up… */
 const AUTO_QUIET_FRAMES = 3;
 /** …or this long (hidden pages run no frames). */
@@ -361,6 +373,9 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     if (!waiting.size && finder) {
       finder.mo.disconnect();
       cancelAnimationFrame(finder.raf);
+      finder.chan.port1.onmessage = null;
+      finder.chan.port1.close();
+      finder.chan.port2.close();
       finder = null;
     }
   }
@@ -374,7 +389,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
 
   function look(h) {
     if (!observed(h, PAINT_NONE)) return;
-    waiting.set(h, { ended: false, quiet: 0, timer: 0 });
+    waiting.set(h, { ended: false, quiet: 0, timer: 0, since: performance.now() });
     try {
       if (!finder) arm();
     } catch (e) {
@@ -383,7 +398,13 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
   }
 
   function arm() {
-    const f = { mo: null, nodes: new Set(), raf: 0 };
+    // frames: [{ lo, hi, els: [{ el, len, up }] }], oldest first (hi: 0 until its message came;
+    // len: the element's text length, read up to PROBE_CHARS; up: its ancestors then)
+    const f = { mo: null, nodes: new Set(), raf: 0, frames: [], chan: new MessageChannel() };
+    f.chan.port1.onmessage = () => {
+      const now = performance.now();
+      for (const fr of f.frames) if (!fr.hi) fr.hi = now;
+    };
     f.mo = new MutationObserver((records) => {
       // Per mutation only this (an observer callback must not throw into the page).
       try {
@@ -420,6 +441,8 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     f.raf = 0;
     if (finder !== f) return;
     try {
+      const frame = { lo: performance.now(), hi: 0, els: [] };
+      f.chan.port2.postMessage(0);
       const nodes = [...f.nodes];
       f.nodes.clear();
       const seen = new Set();
@@ -430,15 +453,24 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
         if (!hs.length || !el || el.nodeType !== 1 || seen.has(el) || !el.isConnected) continue;
         seen.add(el);
         if ([...watches.values()].some((w) => w.el.contains(el))) continue;
+        const probe = tailText(el, PROBE_CHARS);
+        let bound = false;
         for (const h of hs) {
-          const hit = claim(h, el);
+          const hit = claim(h, el, probe, f);
           if (hit === 0) continue;
           near = true;
           if (hit && watch(h, hit.el, false, hit.base, PAINT_AUTO, true)) {
+            backdate(f, h, hit.el, hit.base);
             hs = hs.filter((x) => x !== h);
+            bound = true;
             break;
           }
         }
+        if (!bound && frame.els.length < AUTO_FRAME_ELS) frame.els.push({ el, len: probe.length, up: chain(el) });
+      }
+      if (frame.els.length) {
+        f.frames.push(frame);
+        if (f.frames.length > AUTO_FRAMES) f.frames.shift();
       }
       for (const [h, s] of waiting) {
         if (!s.ended) continue;
@@ -453,14 +485,17 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
 
   /**
    * Does `el` show `h`'s answer? 0: nothing like it; null: its end is the answer's latest
-   * text, but no container of it shows the answer from its start (yet); else the element to
-   * observe — the highest from `el` up that holds this answer and nothing else (the common
-   * container of one element per paragraph), not crossing a shadow root — and where in its
-   * text the answer starts.
+   * text, but no container of it shows the answer from its start (yet), or a container that
+   * may is not sure yet; else the element to observe and where in its text the answer starts.
+   * The element is the highest from `el` up that holds this answer and nothing else (the common
+   * container of one element per paragraph), not crossing a shadow root; a container with text
+   * before the answer (a label, at most AUTO_MAX_LABEL chars) only where the answer's own
+   * earlier changes were in it (`f`'s frames since `h` began waiting): the renderer's root, with
+   * a code box's "JavaScript" label in it, rather than the code box — not the chat's bubble
+   * around a clean element.
    */
-  function claim(h, el) {
+  function claim(h, el, probe, f) {
     const ask = (text, whole) => core.fenced((c) => c.claim(h, text, whole), -1);
-    const probe = tailText(el, PROBE_CHARS);
     // Cheap first: the element's end must be the answer's (its last chars; a short element
     // whole).
     if (ask(probe, probe.length < PROBE_CHARS) < 0) return 0;
@@ -478,7 +513,71 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
       }
       hit = { el: a, base };
     }
+    if (!hit) return null;
+    // Up to the common container of what this answer changed before, each level still this
+    // answer (`-2`: perhaps, too little of it after a label yet: wait for a frame with more,
+    // unless the stream ended).
+    const top = reach(hit.el, f, waiting.get(h));
+    for (let a = hit.el; a !== top && a.parentNode && a.parentNode.nodeType === 1; ) {
+      a = a.parentNode;
+      const r = ask(a.textContent, true);
+      if (r === -2 && !waiting.get(h).ended) return null;
+      if (r < 0 || Math.floor(r / 2) > AUTO_MAX_LABEL) break;
+      hit = { el: a, base: Math.floor(r / 2) };
+    }
     return hit;
+  }
+
+  /** The lowest ancestor of `el` (within AUTO_MAX_CLIMB) holding every element that changed
+   * with text in `f`'s frames since `s` began waiting, or `el` itself. */
+  function reach(el, f, s) {
+    let top = el;
+    for (const fr of f.frames) {
+      if (fr.lo < s.since) continue;
+      for (const x of fr.els) {
+        const at = x.el.isConnected ? x.el : x.up.find((u) => u.isConnected); // what is left of it
+        if (!x.len || !at || top.contains(at)) continue;
+        let a = top;
+        for (let i = 0; a && a.nodeType === 1 && a !== document.body && i < AUTO_MAX_CLIMB && !a.contains(at); i++) a = a.parentNode;
+        if (a && a.nodeType === 1 && a !== document.body && a.contains(at)) top = a;
+      }
+    }
+    return top;
+  }
+
+  /** `el`'s ancestors (AUTO_MAX_CLIMB of them): where it was, should a re-render replace it. */
+  function chain(el) {
+    const up = [];
+    for (let a = el.parentNode; a && a.nodeType === 1 && up.length < AUTO_MAX_CLIMB; a = a.parentNode) up.push(a);
+    return up;
+  }
+
+  /** Whether remembered change `x` was inside `el` (it, or an ancestor it had then, still is). */
+  const within = (el, x) => el.contains(x.el) || (!x.el.isConnected && x.up.some((u) => u === el || (u.isConnected && el.contains(u))));
+
+  /**
+   * `h`'s element `el` was found this frame: the frames remembered before it that changed `el`
+   * or something in it go to the core as its paints first (oldest first; the Watch measures
+   * this frame). A frame's text length is its changed elements' (the longest; the found
+   * element's less the text before the answer), read up to PROBE_CHARS: a first paint shows
+   * little, and what the frame showed is all the core needs. Frames that showed no text are
+   * not paints, as for rum.observe(el); frames before the answer's first arrival are not
+   * either (the core ignores them).
+   */
+  function backdate(f, h, el, base) {
+    for (const fr of f.frames) {
+      if (!fr.hi) continue;
+      let len = 0;
+      // `base` is measured on the element's text now: markup a renderer showed before the
+      // answer's first letter (a literal ```js, a code box's label) is in it, and was all an
+      // early frame showed: still a paint of the answer (at least 1 char).
+      for (const x of fr.els) if (x.el === el || within(el, x)) len = Math.max(len, x.el === el ? Math.max(x.len - base, Math.min(x.len, 1)) : x.len);
+      if (len > 0 && core.fenced((c) => c.paint(h, (fr.lo + fr.hi) / 2, len, (fr.hi - fr.lo) / 2, ''), false)) {
+        const w = watches.get(h); // the record is complete (its end was painted already)
+        if (w) p.done(w);
+        return;
+      }
+    }
   }
 
   /** Whether the app named `h`'s answer element (rum.observe), rather than a container. */

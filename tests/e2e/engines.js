@@ -157,6 +157,11 @@ export async function openWebDriver(engine) {
       const { By } = await import('selenium-webdriver');
       await (await driver.findElement(By.css(css))).click();
     },
+    /** Types `text` into the element and presses Enter, as a person would. */
+    async type(css, text) {
+      const { By, Key } = await import('selenium-webdriver');
+      await (await driver.findElement(By.css(css))).sendKeys(text, Key.ENTER);
+    },
     async quit() {
       try {
         await driver.quit();
@@ -180,6 +185,10 @@ export function playwrightEngine(page) {
       return (await page.waitForFunction(js, null, { timeout: ms })).jsonValue();
     },
     click: (css) => page.click(css),
+    async type(css, text) {
+      await page.fill(css, text);
+      await page.press(css, 'Enter');
+    },
     quit: () => page.close(),
   };
 }

@@ -275,14 +275,14 @@ fn edge_cases() {
     p.refine(104.0, 99.95, 0.1);
     let r = p.result();
     assert_eq!((r.first_paint, r.render_delay.unwrap().first, r.negative_chars), (Some(104.0), 4.0, 0));
-    // A paint reported at the engine's presentation time, read before the text arrived:
-    // no credit before arrival, however late it was presented.
+    // A frame read before the text arrived, shown after it (a bracket reaching past the next
+    // frame): no credit before arrival, however late it was shown.
     let mut p = PaintTracker::new(0.0, 250.0);
     p.on_arrival(100.0, 10);
-    p.on_paint_read(120.0, 10, 0.1, 99.0, None);
+    p.on_paint(116.0, 10, 17.0); // read at 99
     assert_eq!(p.result().first_paint, None);
-    p.on_paint_read(137.0, 10, 0.1, 101.0, None);
-    assert_eq!(p.result().first_paint, Some(137.0));
+    p.on_paint(118.0, 10, 17.0); // read at 101
+    assert_eq!(p.result().first_paint, Some(118.0));
     // on_end reports chars the arrivals missed; they arrive at t_end.
     let mut p = PaintTracker::new(0.0, 250.0);
     p.on_arrival(0.0, 10);
@@ -632,15 +632,15 @@ fn a_paint_after_the_end_whose_probe_is_short_of_it_is_not_the_final_paint() {
     p.on_arrival(100.0, 10);
     p.on_arrival(130.0, 20);
     p.on_end(131.0, 20);
-    p.on_paint_read(150.0, 12, 2.0, 148.0, Some(12));
+    p.on_paint_probed(150.0, 12, 2.0, Some(12));
     assert!(!p.final_paint_seen(), "the screen shows 12 of 20 chars");
-    p.on_paint_read(200.0, 20, 2.0, 198.0, Some(20));
+    p.on_paint_probed(200.0, 20, 2.0, Some(20));
     assert!(p.final_paint_seen());
     assert_eq!(p.result().last_paint, Some(200.0));
     // No probe found (a label after the answer, a link's URL): taken as the end, as before.
     let mut p = PaintTracker::new(0.0, 250.0);
     p.on_arrival(100.0, 10);
     p.on_end(101.0, 10);
-    p.on_paint_read(120.0, 14, 2.0, 118.0, None);
+    p.on_paint_probed(120.0, 14, 2.0, None);
     assert!(p.final_paint_seen());
 }

@@ -224,25 +224,23 @@ impl PaintTracker {
         self.last_arrival = Some(t1);
     }
 
-    /// A frame painted at `t_paint` (± `err_ms`) showing `rendered_len` chars of answer text,
-    /// read at the bracket's lower bound.
+    /// A frame painted at `t_paint` (± `err_ms`) showing `rendered_len` chars of answer text.
     pub fn on_paint(&mut self, t_paint: f64, rendered_len: u32, err_ms: f64) {
-        self.on_paint_read(t_paint, rendered_len, err_ms, f64::NAN, None);
+        self.on_paint_probed(t_paint, rendered_len, err_ms, None);
     }
 
-    /// As `on_paint`, with the time `read` the frame's text was read (its rendering had begun:
-    /// the browser layer reads it in the frame's rAF callback; NaN: `t_paint − err_ms`, the
-    /// bracket's lower bound) and the raw progress a text probe located (the on-screen text
-    /// ends after `probed` raw chars), used instead of the proportional estimate.
+    /// As `on_paint`, with the raw progress a text probe located (the on-screen text ends
+    /// after `probed` raw chars): used instead of the proportional estimate for this paint.
     ///
-    /// No credit before arrival: text that arrived after the read cannot be on this frame,
-    /// even though the report comes later (a chunk task can run between the frame and the
-    /// report) and its time may be the engine's presentation time: such a paint is capped at
-    /// what had arrived by the read, and cannot be the frame showing the end.
-    pub fn on_paint_read(&mut self, t_paint: f64, rendered_len: u32, err_ms: f64, read: f64, probed: Option<u32>) {
+    /// The frame's text was read at `t_paint − err_ms` (the bracket's lower bound: the browser
+    /// layer reads it in the frame's rAF callback and reports when the screen showed it, at the
+    /// bracket's midpoint). No credit before arrival: text that arrived after that read cannot
+    /// be on this frame, even though the report comes later (chunk tasks run before the next
+    /// frame, which closes the bracket): such a paint is capped at what had arrived by the
+    /// read, and cannot be the frame showing the end.
+    pub fn on_paint_probed(&mut self, t_paint: f64, rendered_len: u32, err_ms: f64, probed: Option<u32>) {
         let err = if err_ms.is_finite() && err_ms > 0.0 { err_ms } else { 0.0 };
-        let read = if read.is_finite() { read.min(t_paint) } else { t_paint - err };
-        let arrived = self.arrived_by(read);
+        let arrived = self.arrived_by(t_paint - err);
         if !t_paint.is_finite() || arrived == 0 {
             return;
         }

@@ -14,6 +14,7 @@ use crate::core::stalls::{Blame, Stall, StallCause, Stalls, MAX_BLAMES};
 use crate::core::request::kinds::{Outcome, TraceSource, Via, PAINT_NONE};
 use crate::core::trace::server_timing::{parse_server_timing, ServerTimingEntry};
 use crate::core::request::delivery::Delivery;
+use crate::core::stream::tail::Claim;
 use crate::core::request::hints::UpstreamHints;
 use crate::core::request::histogram::LogHistogram;
 use crate::core::stream::{Content, StreamDecoder};
@@ -208,14 +209,14 @@ impl Timeline {
         if let (Some(p), true) = (probed, len > 0) {
             self.probe_ratio = Some(p as f64 / len as f64);
         }
-        self.paint.on_paint_read(t, len, err_ms, f64::NAN, probed);
+        self.paint.on_paint_probed(t, len, err_ms, probed);
     }
 
     /// Auto mode: does `text` show this answer? `whole`: it is an element's whole text (see
     /// `TextTail::claim`), and the answer is `2·base + (1 if text other than the answer's
     /// comes before it)`, `base` being the UTF-16 offset where the answer starts; else `text` is
     /// the end of an element's text (a probe), and the answer is 0 when it ends like this
-    /// answer's latest text. −1: no (or no tail: not looked for).
+    /// answer's latest text. −1: no (or no tail: not looked for); −2: not yet (`Claim::Maybe`).
     pub fn claim(&self, text: &str, whole: bool) -> f64 {
         let Some(tail) = self.decoder.as_ref().and_then(StreamDecoder::tail).filter(|t| t.pos == self.content.content_chars) else {
             return -1.0;
@@ -223,7 +224,11 @@ impl Timeline {
         if !whole {
             return if tail.find(text, None).is_some() { 0.0 } else { -1.0 };
         }
-        tail.claim(text).map_or(-1.0, |(base, clean)| f64::from(base) * 2.0 + if clean { 0.0 } else { 1.0 })
+        match tail.claim_or_maybe(text) {
+            Claim::Yes(base, clean) => f64::from(base) * 2.0 + if clean { 0.0 } else { 1.0 },
+            Claim::Maybe => -2.0,
+            Claim::No => -1.0,
+        }
     }
 
     /// The raw `Server-Timing` header (fetch joins repeated headers with ", ").

@@ -7,12 +7,14 @@
 //! * `formats.rs` — `Classifier`: which format a stream is and what in it counts as answer
 //!   text; `content.rs` — `Content`, what it found;
 //! * `tail.rs` — `TextTail`: the last few hundred chars of an observed answer, fed by the
-//!   classifier, where paint probes locate the text on screen.
+//!   classifier, where paint probes locate the text on screen; `markdown.rs` — the markdown
+//!   in it that renders as no text (a fence's language, list numbers, link URLs).
 
 pub mod content;
 pub mod decoder;
 pub mod formats;
 pub mod lines;
+pub mod markdown;
 pub mod sse;
 pub mod tail;
 pub mod utf8;

@@ -22,6 +22,7 @@
 //! page's memory only, like the page's own copy of it; it is never encoded into a record.
 
 use alloc::vec::Vec;
+use crate::core::stream::markdown::{Markdown, Step};
 
 /// Kept chars remembered (about 600 raw chars of English text): a renderer lagging further
 /// behind than that falls back to the proportional mapping.
@@ -41,8 +42,34 @@ pub fn keep(c: char) -> bool {
         return c.is_ascii_alphanumeric();
     }
     // Non-ASCII whitespace: NBSP, the U+2000 block's spaces and zero-widths, line/paragraph
-    // separators, narrow NBSP, math space, ideographic space, BOM.
-    !matches!(c, '\u{a0}' | '\u{2000}'..='\u{200f}' | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}' | '\u{feff}')
+    // separators, narrow NBSP, math space, ideographic space, BOM. And what chat UIs draw
+    // around streaming text as text of their own: bullets and ellipses (U+2022, U+2026), a
+    // cursor or caret of the Block Elements and Geometric Shapes blocks (▍ █ ● ▌, U+2580–25FF)
+    // at the answer's end, which no markdown source carries.
+    !matches!(
+        c,
+        '\u{a0}'
+            | '\u{2000}'..='\u{200f}'
+            | '\u{2022}'
+            | '\u{2026}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{202f}'
+            | '\u{205f}'
+            | '\u{2580}'..='\u{25ff}'
+            | '\u{3000}'
+            | '\u{feff}'
+    )
+}
+
+/// Auto mode's answer for one element's text ([`TextTail::claim_or_maybe`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Claim {
+    No,
+    /// The answer's start after other text, too short yet to tell.
+    Maybe,
+    /// The UTF-16 offset where the answer starts, and whether only markup comes before it.
+    Yes(u32, bool),
 }
 
 #[derive(Clone, Debug, Default)]
@@ -59,6 +86,9 @@ pub struct TextTail {
     kept: u32,
     /// The first `HEAD` kept chars, when fed from the start.
     first: [char; HEAD],
+    /// Markdown that renders as no text (a fence's language, list numbers, link URLs): not
+    /// kept, as the screen never shows it (`markdown.rs`).
+    md: Markdown,
 }
 
 impl TextTail {
@@ -69,6 +99,26 @@ impl TextTail {
 
     pub fn push(&mut self, c: char) {
         self.pos = self.pos.saturating_add(1);
+        match self.md.step(c, self.pos) {
+            Step::Pass => self.add(c, self.pos),
+            Step::Drop | Step::Hold => {}
+            Step::Release(pass) => {
+                self.release();
+                if pass {
+                    self.add(c, self.pos);
+                }
+            }
+        }
+    }
+
+    /// The held digits at a line's start were text.
+    fn release(&mut self) {
+        let mut md = core::mem::take(&mut self.md);
+        md.take_held().for_each(|(d, at)| self.add(d, at));
+        self.md = md;
+    }
+
+    fn add(&mut self, c: char, pos: u32) {
         if !keep(c) {
             return;
         }
@@ -80,9 +130,9 @@ impl TextTail {
             if self.ring.capacity() == 0 {
                 self.ring.reserve_exact(CAP);
             }
-            self.ring.push((c, self.pos));
+            self.ring.push((c, pos));
         } else if let Some(slot) = self.ring.get_mut(self.head) {
-            *slot = (c, self.pos);
+            *slot = (c, pos);
             self.head = (self.head + 1) % CAP;
         }
     }
@@ -140,6 +190,9 @@ impl TextTail {
             return None;
         }
         let kept = self.kept as usize;
+        if i >= kept {
+            return self.md.held().get(i - kept).map(|x| x.0);
+        }
         let in_ring = kept - self.ring.len();
         match self.first.get(i) {
             Some(c) if i < kept => Some(*c),
@@ -157,8 +210,22 @@ impl TextTail {
     /// Returns the UTF-16 offset in `text` where the answer starts (0 when nothing but
     /// markup and whitespace comes before it: `clean`), or None.
     pub fn claim(&self, text: &str) -> Option<(u32, bool)> {
-        if self.start != 0 || self.kept == 0 {
-            return None;
+        match self.claim_or_maybe(text) {
+            Claim::Yes(base, clean) => Some((base, clean)),
+            Claim::No | Claim::Maybe => None,
+        }
+    }
+
+    /// As [`TextTail::claim`], telling "no" from "not yet": `Maybe` when the text shows the
+    /// answer's start after other text, but too little of it to tell it from other text
+    /// (fewer than `PROBE` kept chars) — a renderer's label ("JavaScript") before the first
+    /// line of code. Auto mode waits for more rather than settle for an element inside.
+    pub fn claim_or_maybe(&self, text: &str) -> Claim {
+        // Digits held at the end (an answer "42" so far: nothing after them said they are not
+        // a list number) count, as `answer_at` does.
+        let kept = self.kept as usize + self.md.held().len();
+        if self.start != 0 || kept == 0 {
+            return Claim::No;
         }
         // (kept char, UTF-16 offset just after it)
         let mut k: Vec<(char, u32)> = Vec::new();
@@ -170,15 +237,20 @@ impl TextTail {
             }
         }
         // (An element shorter than the anchor must be all answer: checked below.)
-        let m = ANCHOR.min(self.kept as usize).min(k.len());
+        let m = ANCHOR.min(kept).min(k.len());
         if m == 0 {
-            return None;
+            return Claim::No;
         }
-        let s = (0..=k.len() - m).rev().find(|&s| (0..m).all(|i| self.answer_at(i) == k.get(s + i).map(|x| x.0)))?;
+        let Some(s) = (0..=k.len() - m).rev().find(|&s| (0..m).all(|i| self.answer_at(i) == k.get(s + i).map(|x| x.0))) else {
+            return Claim::No;
+        };
         let rest = k.len() - s;
         let clean = s == 0;
         if rest < PROBE && !clean {
-            return None;
+            // The rest must be the answer's start char for char (rest < PROBE ≤ HEAD: all in
+            // the remembered head).
+            let prefix = (0..rest).all(|i| self.answer_at(i) == k.get(s + i).map(|x| x.0));
+            return if prefix { Claim::Maybe } else { Claim::No };
         }
         let shows = if rest <= HEAD {
             (0..rest).all(|i| self.answer_at(i) == k.get(s + i).map(|x| x.0))
@@ -190,7 +262,11 @@ impl TextTail {
             self.find_kept(&want, None).is_some()
         };
         let base = if clean { 0 } else { k.get(s - 1).map_or(0, |x| x.1) };
-        shows.then_some((base, clean))
+        if shows {
+            Claim::Yes(base, clean)
+        } else {
+            Claim::No
+        }
     }
 }
 
@@ -212,10 +288,10 @@ mod tests {
         // What a markdown renderer's textContent ends with at various points.
         let at = |prefix: &str| prefix.chars().count() as u32;
         assert_eq!(t.find("Title Some bold text", None), Some(at("# Title\n\nSome **bold** text, ")));
-        assert_eq!(t.find("bold text, a link", None), Some(at("# Title\n\nSome **bold** text, a [link](")));
-        // A link's URL is in the raw text only: a probe across it does not match (the
-        // proportional mapping stands in).
-        assert_eq!(t.find("text, a link and code", None), None);
+        // A link's URL is in the raw text only, and not kept there either (markdown.rs): a probe
+        // across it matches.
+        assert_eq!(t.find("bold text, a link", None), Some(at("# Title\n\nSome **bold** text, a [link](https://x.example/a) ")));
+        assert_eq!(t.find("text, a link and code", None), Some(at("# Title\n\nSome **bold** text, a [link](https://x.example/a) and `code`.\n- ")));
         assert_eq!(t.find("item one\nitem twö 🚀", None), Some(at(raw)));
         // Too short after normalisation, or not there.
         assert_eq!(t.find("twö 🚀", None), None);
@@ -248,13 +324,13 @@ mod tests {
         let answer = "Paris is the capital of **France**. It has [museums](https://x.example/m) and cafés.";
         let t = fed(answer);
         // The element showing it, whole or partly (a streamed or throttled UI), or rendered.
-        assert_eq!(t.claim(answer), Some((0, true)));
         assert_eq!(t.claim("Paris is the cap"), Some((0, true)));
         assert_eq!(t.claim("\n  Paris"), Some((0, true)));
         assert_eq!(t.claim("Paris is the capital of France. It has museums"), Some((0, true)));
-        // Its last letters straddle a link's URL, which only the raw text has: not yet (the
-        // next growth is found).
-        assert_eq!(t.claim("Paris is the capital of France. It has museums and cafés."), None);
+        // Past a link, whose URL only the raw text has (and is not kept there either); the raw
+        // markdown with it is not what a screen shows.
+        assert_eq!(t.claim("Paris is the capital of France. It has museums and cafés."), Some((0, true)));
+        assert_eq!(t.claim(answer), None);
         // After other text (a container with the user's question and an earlier answer): the
         // offset where it starts, once long enough to tell.
         let before = "You: where is Paris? Bot: Paris is nice.\n";
@@ -288,6 +364,55 @@ mod tests {
     }
 
     #[test]
+    fn claim_sees_through_markdown_that_renders_as_no_text() {
+        // A fence naming its language (issue 29): the language is a class or a label on screen,
+        // never the code's first letters.
+        let t = fed("```js\nconst start = performance.now();\nconst reply = await fetch('/x');\n");
+        assert_eq!(t.claim("const"), Some((0, true)));
+        assert_eq!(t.claim("const start = performance.now();\nconst"), Some((0, true)));
+        // A label of the renderer's own wording before the code: once the code is long enough
+        // to tell it from other text, with the offset after the label.
+        assert_eq!(t.claim("JavaScript\nconst start"), None);
+        assert_eq!(t.claim_or_maybe("JavaScript\nconst start"), Claim::Maybe);
+        assert_eq!(t.claim_or_maybe("JavaScript\nconst stop"), Claim::No);
+        assert_eq!(t.claim_or_maybe("JavaScript\nconst"), Claim::No); // shorter than the anchor
+        assert_eq!(t.claim_or_maybe("Tell me about const"), Claim::No);
+        assert_eq!(t.claim("JavaScript\nconst start = performance"), Some((10, false)));
+        assert_eq!(t.claim("js Copy\nconst start = performance"), Some((7, false)));
+        // A list, a heading, a numbered list: bullets, `#` and numbers are not on screen.
+        let t = fed("- Open the *network* panel and start a trace;\n- send");
+        assert_eq!(t.claim("Open"), Some((0, true)));
+        assert_eq!(t.claim("Open the network panel and start a trace;\nsend"), Some((0, true)));
+        let t = fed("## Three steps to a faster answer\n\n1. Stream the response\n2. Render it");
+        assert_eq!(t.claim("Three steps"), Some((0, true)));
+        assert_eq!(t.claim("Three steps to a faster answer\nStream the response\nRender it"), Some((0, true)));
+        let t = fed("1. Stream the response instead\n2. Render");
+        assert_eq!(t.claim("Stream"), Some((0, true)));
+        assert_eq!(t.claim("1. Stream"), None);
+        // A link opening the answer: its text only.
+        let t = fed("[Paris](https://x.example/paris) is the capital");
+        assert_eq!(t.claim("Paris is the capital"), Some((0, true)));
+        // A cursor the UI draws after the text.
+        let t = fed("Paris is the capital of France and");
+        assert_eq!(t.claim("Paris is the capital▍"), Some((0, true)));
+        assert_eq!(t.claim("Paris is the capital of France and ●"), Some((0, true)));
+        // An answer that is a number so far (held as a possible list number): still claimed.
+        let t = fed("42");
+        assert_eq!(t.claim("42"), Some((0, true)));
+        assert_eq!(t.claim("4"), Some((0, true)));
+        assert_eq!(t.claim("43"), None);
+    }
+
+    #[test]
+    fn probes_find_code_and_numbered_lists() {
+        let raw = "```js\nconst a = 1;\n```\n\n1. first step here\n2. second step here\n";
+        let t = fed(raw);
+        let at = |prefix: &str| prefix.chars().count() as u32;
+        assert_eq!(t.find("first step here\nsecond step", None), Some(at("```js\nconst a = 1;\n```\n\n1. first step here\n2. second step ")));
+        assert_eq!(t.find("const a = 1;\nfirst", None), Some(at("```js\nconst a = 1;\n```\n\n1. first ")));
+    }
+
+    #[test]
     fn claim_of_a_long_answer_uses_head_and_ring() {
         let mut text = String::from("Start of a long answer. ");
         for i in 0..300 {
@@ -309,7 +434,7 @@ mod tests {
         for c in ['a', 'Z', '7', 'é', '日', '🚀', '—'] {
             assert!(keep(c), "{c}");
         }
-        for c in [' ', '\n', '*', '#', '`', '[', ')', '-', '\u{a0}', '\u{200d}', '\u{3000}'] {
+        for c in [' ', '\n', '*', '#', '`', '[', ')', '-', '\u{a0}', '\u{200d}', '\u{3000}', '▍', '●', '•', '…'] {
             assert!(!keep(c), "{c:?}");
         }
     }

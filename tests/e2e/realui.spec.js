@@ -1,0 +1,215 @@
+// Zero-config paint in chat UIs built on real libraries (issue 29): the package as published
+// (`npm pack`, installed into tests/realui/ beside the libraries' pinned versions, its own
+// lockfile, installed by scripts/setup.sh), `init({ collector })` and nothing else, in a chat
+// page per library (tests/realui/pages) that streams a multi-turn conversation of markdown-heavy
+// answers from the scripted server — opening with a list, a code fence naming its language, a
+// `##` heading and numbered list, a `#` heading — with a cursor element, a stop and a
+// regenerate where the library has them. Records are read from the beacons the page hands the
+// browser for a real llm-rum-collector (tests/realui/pages/harness.js keeps them as sent; in
+// Chromium they are also checked as Playwright sees them leave). In Chromium (Playwright),
+// Firefox ESR and WebKitGTK (W3C WebDriver, engines.js).
+//
+// Each page runs twice: with auto mode alone, and with rum.observe(el) on the element the
+// library renders each answer into (the comparison run). Per answer, auto mode must find the
+// element (`paintSource: 'auto'`), one record per answer, chars exactly what the app received,
+// `buffered` false (every library here streams), and its first paint — measured from the
+// answer's first token, so the two runs' network times cancel — within one frame of the
+// comparison run's over the conversation (the median, with the runs' paint error bounds on
+// top), within six frames on each answer (the runs' frames and the libraries' timers fall at
+// different phases). Figures: `realui <library> …`
+// lines and test-results/realui.json.
+import { test, expect } from '@playwright/test';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ORIGIN, testId, truth } from './util.js';
+import { startCollector } from './server.js';
+import { openWebDriver, playwrightEngine, missing } from './engines.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const fixture = path.join(root, 'tests/realui');
+const out = path.join(root, 'tests/e2e/pages/realui'); // served at /realui/
+/** One frame at 60 Hz. */
+const FRAME_MS = 1000 / 60;
+/** Every answer: 100 ms to its first token, then a token each 20 ms; 48 tokens (the markdown
+ * openings are in the first dozen). */
+const TIMING = 'prefill_ms=100&gap_ms=20&tokens=48';
+
+/**
+ * The libraries: where each renders an answer (the comparison run's rum.observe), and what the
+ * conversation is. `stop`: the turn is stopped mid-answer by the library's stop button;
+ * `regenerate`: the last answer is asked again by its regenerate button.
+ */
+const LIBS = [
+  { name: 'react-markdown', named: '.msg.assistant .md', turns: ['list', 'code', 'steps', 'stop:default', 'regenerate'] },
+  { name: 'streamdown', named: '.msg.assistant .md', turns: ['code', 'list', 'steps', 'stop:default', 'regenerate'] },
+  { name: 'vue', named: '.msg.assistant .text', turns: ['default', 'code', 'list', 'stop:steps', 'regenerate'] },
+  { name: 'assistant-ui', named: '.msg.assistant .md', turns: ['steps', 'code', 'list', 'stop:default', 'regenerate'] },
+  { name: 'nlux', named: '.nlux_msg_received .nlux-markdown-container', turns: ['list', 'code', 'steps', 'default'] },
+];
+
+const figures = {};
+let collector;
+let tmp;
+
+function run(cmd, args, cwd) {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+test.beforeAll(async () => {
+  test.setTimeout(120_000);
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'realui-'));
+  const r = await run('npm', ['pack', '--silent', '--pack-destination', tmp], root);
+  expect(r.code, r.output).toBe(0);
+  const dest = path.join(fixture, 'node_modules/llm-rum');
+  fs.rmSync(dest, { recursive: true, force: true });
+  fs.mkdirSync(dest, { recursive: true });
+  const x = await run('tar', ['-xzf', path.join(tmp, r.output.trim().split('\n').pop()), '-C', dest, '--strip-components=1'], root);
+  expect(x.code, x.output).toBe(0);
+  fs.rmSync(out, { recursive: true, force: true });
+  const { buildPages } = await import(path.join(fixture, 'build.mjs'));
+  await buildPages(out);
+  collector = await startCollector(['--db', path.join(tmp, 'rum.db'), '--allow-origin', ORIGIN(), '--rate-limit', '0']);
+});
+
+test.afterAll(async () => {
+  if (collector) await collector.stop();
+  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  const file = path.join(root, 'test-results/realui.json');
+  const before = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : {};
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, JSON.stringify({ ...before, ...figures }, null, 2));
+});
+
+/**
+ * One conversation in `lib`'s page, driven through `b` (engines.js: Playwright's Chromium, or
+ * Firefox / WebKitGTK over W3C WebDriver); `named`: the comparison run. Resolves the answers as
+ * the app saw them, each with its record (from the beacons the page sent the collector) and the
+ * server's ground truth. `wire`: in Chromium, the beacons as Playwright saw them leave.
+ */
+async function conversation(b, lib, named, wire) {
+  const id = testId(`realui-${b.engine}-${lib.name}${named ? '-named' : ''}`);
+  const sink = `${collector.origins[0]}/v1/rum`;
+  const params = new URLSearchParams({ collector: sink, test: id, q: TIMING });
+  if (named) params.set('named', lib.named);
+  if (wire) wire.length = 0;
+  await b.goto(`${ORIGIN()}/realui/${lib.name}.html?${params}`);
+  // The core in (init() resolves before it is: issue 14), active.
+  await b.waitFor('window.rumActive === true');
+  const count = () => b.evaluate('window.answers.length');
+  const settled = (n) => b.waitFor(`window.answers[${n}] !== undefined && window.answers[${n}].outcome !== 'running'`, 20_000);
+  for (const turn of lib.turns) {
+    const n = await count();
+    const [kind, prompt] = turn.includes(':') ? turn.split(':') : ['send', turn];
+    if (turn === 'regenerate') await b.click('.regenerate');
+    else await b.type('textarea', prompt);
+    if (kind === 'stop') {
+      await b.waitFor(`window.answers[${n}] !== undefined && window.answers[${n}].chars > 40`, 20_000);
+      await b.click('.stop');
+    }
+    await settled(n);
+    // The library's last frames, and its buttons back.
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  const answers = await b.evaluate('window.answers');
+  expect(await b.evaluate('window.pageErrors')).toEqual([]);
+  await b.evaluate('window.rum.flush().then(() => true)');
+  const records = async () => (await b.evaluate('window.beacons')).flatMap((x) => x.records);
+  const t0 = Date.now();
+  while ((await records()).length < answers.length && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 50));
+  await new Promise((r) => setTimeout(r, 200)); // nothing more comes
+  const recs = await records();
+  expect(recs.length, `${lib.name}: one record per answer`).toBe(answers.length);
+  if (wire) expect(wire.flatMap((x) => x.records).map((r) => r.id).sort(), `${lib.name}: the beacons on the wire`).toEqual(recs.map((r) => r.id).sort());
+  for (const a of answers) {
+    a.truth = await truth(a.id);
+    const mine = recs.filter((r) => r.traceId === a.truth.trace_id);
+    expect(mine.length, `${lib.name} ${a.id}: one record`).toBe(1);
+    a.rec = mine[0];
+  }
+  return answers;
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? (s[(s.length - 1) >> 1] + s[s.length >> 1]) / 2 : null;
+};
+
+for (const engine of ['chromium', 'firefox', 'webkit']) {
+  test.describe(engine, () => {
+    let b;
+    let wire = null;
+    if (engine === 'chromium') {
+      test.beforeAll(async ({ browser }) => {
+        const page = await browser.newPage();
+        wire = [];
+        page.on('request', (r) => {
+          if (r.url() === `${collector.origins[0]}/v1/rum` && r.method() === 'POST') wire.push(JSON.parse(r.postData()));
+        });
+        b = playwrightEngine(page);
+      });
+    } else {
+      test.beforeAll(async () => {
+        test.setTimeout(60_000);
+        // A missing engine is a failure, not a skip: scripts/setup.sh installs all three.
+        expect(missing(engine), `${engine} is installed (scripts/setup.sh)`).toEqual([]);
+        b = await openWebDriver(engine);
+      });
+    }
+    test.afterAll(async () => {
+      if (b) await b.quit();
+    });
+
+    for (const lib of LIBS) {
+      test(`${lib.name}: init({ collector }) alone finds every answer's element, its first paint within a frame of rum.observe(el)`, async () => {
+        test.setTimeout(180_000);
+        const runs = {};
+        for (const named of [false, true]) runs[named ? 'named' : 'auto'] = await conversation(b, lib, named, wire);
+        const diffs = [];
+        const errs = [];
+        for (const [i, a] of runs.auto.entries()) {
+          const n = runs.named[i];
+          const what = `${engine} ${lib.name} answer ${i + 1} (${a.prompt}, ${a.outcome})`;
+          expect(a.rec.paintSource, what).toBe('auto');
+          expect(n.rec.paintSource, what).toBe('observed');
+          for (const x of [a, n]) {
+            expect(x.rec.outcome, what).toBe(x.outcome);
+            expect(x.rec.chars, `${what}: chars`).toBe(x.chars);
+            expect(x.rec.marks.firstPaint, `${what}: firstPaint`).not.toBeNull();
+            expect(x.rec.buffered, `${what}: buffered`).toBe(false);
+          }
+          // From the first token: the network's share cancels between the two runs.
+          const lag = (x) => x.rec.marks.firstPaint - x.rec.marks.firstToken;
+          const d = lag(a) - lag(n);
+          diffs.push(d);
+          errs.push(a.rec.paintErrorMs + n.rec.paintErrorMs);
+          console.log(`realui ${engine} ${lib.name} ${a.prompt}${a.outcome === 'aborted' ? ' (stopped)' : ''}: first paint after first token auto ${lag(a).toFixed(1)} ms, named ${lag(n).toFixed(1)} ms (auto − named ${d.toFixed(1)} ms, paint error ±${a.rec.paintErrorMs.toFixed(1)}/±${n.rec.paintErrorMs.toFixed(1)})`);
+          // Single answers: the two runs' first frames fall at different phases of the frame
+          // clock and of the library's own timers (NLUX types text in on a 10 ms interval;
+          // Streamdown defers renders), and a loaded host delays either run's frames: up to a
+          // few frames either way (measured on a loaded host: 61 ms for an NLUX answer, 79 ms
+          // for an assistant-ui one, both with auto mode the earlier).
+          expect(Math.abs(d), `${what}: auto − named first paint`).toBeLessThanOrEqual(6 * FRAME_MS + a.rec.paintErrorMs + n.rec.paintErrorMs);
+        }
+        // The conversation: within a frame (the issue's bug read 20–62 ms late on every answer
+        // opening with markdown punctuation).
+        expect(Math.abs(median(diffs)), `${engine} ${lib.name}: median auto − named first paint`).toBeLessThanOrEqual(FRAME_MS + median(errs));
+        const maxAbs = Math.max(...diffs.map(Math.abs));
+        figures[`${engine} ${lib.name}`] = { autoMinusNamedMs: { median: median(diffs), maxAbs, all: diffs } };
+        console.log(`realui ${engine} ${lib.name}: auto − named first paint median ${median(diffs).toFixed(1)} ms, max |${maxAbs.toFixed(1)}| ms over ${diffs.length} answers`);
+      });
+    }
+  });
+}
