@@ -41,10 +41,12 @@ const FRAME_MS = 1000 / 60;
 //
 // An answer's first frames can show no letters to find it by: a literal `#`, `-` or backtick
 // before the renderer knows what they start, an empty code box under its "JavaScript" label
-// (issue 29). So each frame while a stream waits is bracketed like a paint (its rAF callback, a
-// message after it) and remembered with the elements that changed in it and their text length;
+// (issue 29). So each frame while a stream waits is remembered (its rAF callback's time) with
+// the elements that changed in it and their text length;
 // when an element is found, the earlier frames that changed it (or something inside it) are
-// reported as its paints first: its first paint is the frame rum.observe(el) would have seen.
+// reported as its paints first, each bracketed as a Watch brackets its frames (from its rAF
+// callback to the next remembered frame's, or this one's, plus a frame, at most three frames):
+// its first paint is the frame rum.observe(el) would have seen.
 // The core keeps out frames before the answer's first arrival (a "typing…" placeholder).
 /** Distinct changed nodes remembered per frame (more are dropped until the next frame). */
 const AUTO_MAX_NODES = 512;
@@ -373,9 +375,6 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     if (!waiting.size && finder) {
       finder.mo.disconnect();
       cancelAnimationFrame(finder.raf);
-      finder.chan.port1.onmessage = null;
-      finder.chan.port1.close();
-      finder.chan.port2.close();
       finder = null;
     }
   }
@@ -398,13 +397,9 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
   }
 
   function arm() {
-    // frames: [{ lo, hi, els: [{ el, len, up }] }], oldest first (hi: 0 until its message came;
-    // len: the element's text length, read up to PROBE_CHARS; up: its ancestors then)
-    const f = { mo: null, nodes: new Set(), raf: 0, frames: [], chan: new MessageChannel() };
-    f.chan.port1.onmessage = () => {
-      const now = performance.now();
-      for (const fr of f.frames) if (!fr.hi) fr.hi = now;
-    };
+    // frames: [{ lo, els: [{ el, len, up }] }], oldest first (lo: its rAF callback's time; len:
+    // the element's text length, read up to PROBE_CHARS; up: its ancestors then)
+    const f = { mo: null, nodes: new Set(), raf: 0, frames: [] };
     f.mo = new MutationObserver((records) => {
       // Per mutation only this (an observer callback must not throw into the page).
       try {
@@ -441,8 +436,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     f.raf = 0;
     if (finder !== f) return;
     try {
-      const frame = { lo: performance.now(), hi: 0, els: [] };
-      f.chan.port2.postMessage(0);
+      const frame = { lo: performance.now(), els: [] };
       const nodes = [...f.nodes];
       f.nodes.clear();
       const seen = new Set();
@@ -460,7 +454,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
           if (hit === 0) continue;
           near = true;
           if (hit && watch(h, hit.el, false, hit.base, PAINT_AUTO, true)) {
-            backdate(f, h, hit.el, hit.base);
+            backdate(f, h, hit.el, hit.base, frame.lo);
             hs = hs.filter((x) => x !== h);
             bound = true;
             break;
@@ -556,7 +550,8 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
   const within = (el, x) => el.contains(x.el) || (!x.el.isConnected && x.up.some((u) => u === el || (u.isConnected && el.contains(u))));
 
   /**
-   * `h`'s element `el` was found this frame: the frames remembered before it that changed `el`
+   * `h`'s element `el` was found this frame (its rAF callback at `now`): the frames remembered
+   * before it that changed `el`
    * or something in it go to the core as its paints first (oldest first; the Watch measures
    * this frame). A frame's text length is its changed elements' (the longest; the found
    * element's less the text before the answer), read up to PROBE_CHARS: a first paint shows
@@ -564,15 +559,16 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
    * not paints, as for rum.observe(el); frames before the answer's first arrival are not
    * either (the core ignores them).
    */
-  function backdate(f, h, el, base) {
-    for (const fr of f.frames) {
-      if (!fr.hi) continue;
+  function backdate(f, h, el, base, now) {
+    for (let i = 0; i < f.frames.length; i++) {
+      const fr = f.frames[i];
+      const hi = Math.min(i + 1 < f.frames.length ? f.frames[i + 1].lo : now, fr.lo + 2 * FRAME_MS) + FRAME_MS;
       let len = 0;
       // `base` is measured on the element's text now: markup a renderer showed before the
       // answer's first letter (a literal ```js, a code box's label) is in it, and was all an
       // early frame showed: still a paint of the answer (at least 1 char).
       for (const x of fr.els) if (x.el === el || within(el, x)) len = Math.max(len, x.el === el ? Math.max(x.len - base, Math.min(x.len, 1)) : x.len);
-      if (len > 0 && core.fenced((c) => c.paint(h, (fr.lo + fr.hi) / 2, len, (fr.hi - fr.lo) / 2, ''), false)) {
+      if (len > 0 && core.fenced((c) => c.paint(h, (fr.lo + hi) / 2, len, (hi - fr.lo) / 2, ''), false)) {
         const w = watches.get(h); // the record is complete (its end was painted already)
         if (w) p.done(w);
         return;

@@ -128,9 +128,6 @@ pub struct PaintTracker {
     last_paint_t: Option<f64>,
     /// Rendered length in the previous (used) paint.
     last_len: u64,
-    /// Where the latest paint's text probe put the screen's end in the raw text (None: no
-    /// probe matched).
-    last_probed: Option<u64>,
     /// Running max of rendered lengths.
     max_len: u64,
     /// (time, raw chars arrived when it was reported).
@@ -174,7 +171,6 @@ impl PaintTracker {
             last_arrival: None,
             last_paint_t: None,
             last_len: 0,
-            last_probed: None,
             max_len: 0,
             first_paint: None,
             stored: Shown::default(),
@@ -293,7 +289,6 @@ impl PaintTracker {
             self.stored = shown;
         }
         self.last_len = len;
-        self.last_probed = probed;
         self.last_paint_t = Some(t);
     }
 
@@ -378,13 +373,14 @@ impl PaintTracker {
     }
 
     /// True once the stream ended and a non-empty paint came after its last arrival that
-    /// shows the end of the text, as far as its probe tells (a probe found short of the end:
+    /// shows the end of the text, as far as its probe tells (`stored`: what the latest paint
+    /// showed once anything was) (a probe found short of the end:
     /// the app is still rendering a backlog — paint-compositor.spec.js's busy page rendered its
     /// last tokens ~100 ms after the stream's end reached the SDK; no probe found: taken as
     /// the end). The browser layer may stop observing then (or keep going for later
     /// re-renders; `result()` stays correct either way).
     pub fn final_paint_seen(&self) -> bool {
-        self.ended && self.run_after.is_some() && self.last_len > 0 && self.last_probed.is_none_or(|p| p >= self.arrived)
+        self.ended && self.run_after.is_some() && self.last_len > 0 && self.stored.probed.is_none_or(|p| p >= self.arrived)
     }
 
     /// Paint stalls so far (`count`, `network`, `render`, bounded `list`), starts relative to
