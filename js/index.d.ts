@@ -55,8 +55,9 @@ export interface RumOptions {
    */
   observe?: Element | string | 'auto' | false | null;
   /**
-   * Refine bracketed paint times with the browser's own paint timestamps (Long Animation
-   * Frame and interaction-contentful-paint `paintTime`). Default true.
+   * Refine bracketed paint times with the browser's own presentation times of those frames
+   * (Paint Timing `presentationTime` on Long Animation Frame, interaction-contentful-paint and,
+   * where the app marks its answer with `elementtiming`, Element Timing entries). Default true.
    */
   nativePaintTimes?: boolean;
   /** Wrap window.fetch and window.EventSource (undone by shutdown()). Default true. */
@@ -161,11 +162,11 @@ export interface Marks {
   firstReasoning: number | null;
   /** First content-bearing event (non-empty answer text). */
   firstToken: number | null;
-  /** First frame that painted answer text (needs an answer element: named or found, see paintSource). */
+  /** When the screen showed the first frame with answer text (needs an answer element: named or found, see paintSource). */
   firstPaint: number | null;
   /** Last content-bearing event. */
   lastToken: number | null;
-  /** Frame that painted the last of the answer. */
+  /** When the screen showed the frame with the last of the answer. */
   lastPaint: number | null;
   /** Stream finished, aborted, failed, or was cut off by page hide/unload. */
   end: number | null;
@@ -365,9 +366,10 @@ export interface RumRecord {
    */
   buffered: boolean | null;
   /**
-   * Error bound of the paint times: half the rAF→MessageChannel bracket plus the page clock's
-   * step (measured at init: 0.1 ms in Chromium, 5 µs cross-origin isolated, 1 ms in Firefox
-   * and WebKit).
+   * Error bound of the paint times (when the screen showed the frame): half the bracket from
+   * the frame's rAF callback to the next frame's plus a frame (at most three frames), or the
+   * engine's presentation-time resolution, plus the page clock's step (0.1 ms in Chromium,
+   * 5 µs cross-origin isolated, 1 ms in Firefox and WebKit).
    */
   paintErrorMs: number | null;
   /**

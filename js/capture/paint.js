@@ -4,23 +4,32 @@
 // (`current_answer`) and which it still holds (`observe` answers false for one it let go of):
 // this file keeps no list of requests.
 //
-// Per frame that follows a text change in an observed element, a paint bracket:
-//   requestAnimationFrame callback → lower bound (the frame's rendering update has begun:
-//     HTML "update the rendering" runs rAF callbacks, then style, layout and paint);
-//   a MessageChannel message posted from it → upper bound (the first task after that
-//     rendering update; MessageChannel, not setTimeout, which Chromium clamps/throttles).
+// Per frame that follows a text change in an observed element, a paint bracket for when the
+// screen showed it (issue 30: held against Chromium's compositor, the main thread's rendering
+// is a vsync or more before the display):
+//   lower bound: the frame's rAF callback (the rendering update has begun: HTML "update the
+//     rendering" runs rAF callbacks, then style, layout and paint). The text is read there,
+//     and no text that arrives later is credited to this frame;
+//   upper bound: the next frame's rAF callback plus a 60 Hz frame (the compositor draws a
+//     frame whose raster ran long one vsync later), at most three frames after the lower
+//     bound (the latest display measured: two).
 // The paint is reported at the bracket's midpoint with half its width as the error bound,
-// refined by the browser's own paint timestamps when they come (Long Animation Frame and
-// interaction-contentful-paint `paintTime`).
+// refined by the engine's own presentation time of that frame where it gives one (Long
+// Animation Frame, Element Timing, interaction-contentful-paint `presentationTime`).
 //
-// Work per mutation batch: a flag; per frame: one `textContent.length` read (never innerText,
-// which forces layout) and one rAF + one message. Watches are RAII-like: stop() disconnects the
-// MutationObserver, cancels the frame, closes the ports and clears the timer.
+// Work per mutation batch: a flag; per changed frame: one `textContent.length` read (never
+// innerText, which forces layout) and one rAF of the next frame (the browser produces that
+// frame for us when nothing else asks for it). Watches are RAII-like: stop() disconnects the
+// MutationObserver, cancels the frame and clears the timer.
 
 import { PAINT_NONE, PAINT_OBSERVED, PAINT_AUTO } from '../codes.js';
 
 /** After the stream ends, how long the record waits for the frame that paints its end. */
 const FINISH_AFTER_END_MS = 3000;
+/** The last frames measured (≤ 8, any watch of the page), for the engine's own paint times. */
+const recent = [];
+/** A 60 Hz frame: the unit of a paint bracket's reach (see above). */
+const FRAME_MS = 1000 / 60;
 
 // Auto mode (no element named): while a measured stream has no answer element, one
 // MutationObserver on the document (and on open shadow roots) collects the nodes that changed —
@@ -32,10 +41,12 @@ const FINISH_AFTER_END_MS = 3000;
 //
 // An answer's first frames can show no letters to find it by: a literal `#`, `-` or backtick
 // before the renderer knows what they start, an empty code box under its "JavaScript" label
-// (issue 29). So each frame while a stream waits is bracketed like a paint (its rAF callback, a
-// message after it) and remembered with the elements that changed in it and their text length;
+// (issue 29). So each frame while a stream waits is remembered (its rAF callback's time) with
+// the elements that changed in it and their text length;
 // when an element is found, the earlier frames that changed it (or something inside it) are
-// reported as its paints first: its first paint is the frame rum.observe(el) would have seen.
+// reported as its paints first, each bracketed as a Watch brackets its frames (from its rAF
+// callback to the next remembered frame's, or this one's, plus a frame, at most three frames):
+// its first paint is the frame rum.observe(el) would have seen.
 // The core keeps out frames before the answer's first arrival (a "typing…" placeholder).
 /** Distinct changed nodes remembered per frame (more are dropped until the next frame). */
 const AUTO_MAX_NODES = 512;
@@ -111,51 +122,43 @@ class Watch {
     this.explicit = explicit;
     this.base = base;
     this.raf = 0;
-    this.waiting = false;
-    this.probe = '';
-    this.lo = 0;
-    this.shown = 0;
+    this.dirty = true; // the text changed since the last frame measured (first: measure it)
+    this.open = null; // the frame measured last, waiting for the next frame to close its bracket
     this.timer = 0;
     this.live = true;
-    this.chan = null;
     this.mo = null;
     try {
-      this.chan = new MessageChannel();
-      this.chan.port1.onmessage = () => this.painted();
       this.mo = new MutationObserver(() => this.changed());
       this.mo.observe(el, { childList: true, characterData: true, subtree: true });
-      if (typeof requestAnimationFrame !== 'function') throw new TypeError('requestAnimationFrame is not available');
+      if (typeof requestAnimationFrame !== 'function') throw new TypeError('no requestAnimationFrame');
     } catch (e) {
       this.stop(); // what was made so far; the caller reports the failure
       throw e;
     }
-    if (now) this.measure();
-    else this.changed();
+    if (now) this.frame();
+    else this.next();
   }
 
   changed() {
     // A MutationObserver callback: nothing may throw into the page.
     try {
-      this.schedule();
+      // Per mutation batch only a flag (the pending frame): the text is read once per frame,
+      // in its rAF callback. A write in an app's own rAF callback after ours is read in the
+      // next frame (README limitations): no text is credited to a frame that read the element
+      // before it came.
+      this.dirty = true;
+      this.next();
     } catch (e) {
       this.p.fail(e);
     }
   }
 
-  schedule() {
-    // Per mutation batch only a flag (the pending frame): the text is read once per frame...
+  next() {
     if (!this.raf) this.raf = requestAnimationFrame(() => this.frame());
-    // ...or again between our rAF callback and the report: that is (nearly always) the rest
-    // of the same rendering update (an app's own rAF callback registered after ours), which
-    // this frame paints. Text that arrived after our callback is kept out by the core (it
-    // caps a paint at what had arrived by `t − err`, the callback's time). A write in an app
-    // rAF callback when ours was not pending is seen one frame late (README limitations):
-    // keeping a callback every frame would fix it but make the browser produce frames it
-    // otherwise would not (measured in headless Chromium: the streamed renderer's paints
-    // moved from on-demand frames to the 60 Hz cadence).
-    if (this.waiting) this.read();
   }
 
+  /** A rAF callback: closes the bracket of the frame measured before, and measures this one
+   * if the text changed. */
   frame() {
     this.raf = 0;
     if (!this.el.isConnected) {
@@ -163,41 +166,48 @@ class Watch {
       return;
     }
     try {
-      this.measure();
+      const now = performance.now();
+      const c = this.open;
+      this.open = null;
+      if (this.dirty) {
+        this.dirty = false;
+        // `hi` and `t` are set when the next frame closes its bracket.
+        // What this frame will paint. Every mutated frame is reported, even when the length
+        // did not change: a re-render after an invisible last token (a trailing newline under
+        // markdown) is the frame that shows the final answer, and the core needs a paint after
+        // the last arrival to know it. One O(text) read per frame, not per mutation: reading
+        // per mutation made a 20 000-append answer quadratic (148 µs per append in
+        // scripts/bench.js).
+        const f = (this.open = { lo: now, shown: Math.max(0, this.el.textContent.length - this.base), probe: tailText(this.el, PROBE_CHARS) });
+        // The last 8, for the engine's own paint times (makePaint).
+        if (recent.push(f) > 8) recent.shift();
+        this.next(); // its bracket closes with the next frame
+      }
+      if (!c) return;
+      // Frame `c` is closed by this one (its rAF callback `now`). When did the screen show
+      // it? Held against Chromium's compositor (paint-compositor.spec.js): not before its rAF
+      // callback (its rendering had begun), usually one frame after it (16.1–16.3 ms measured:
+      // drawn in the frame it was committed in, displayed a vsync later), at most two (33 ms:
+      // its raster ran long — several KB of CJK and emoji at once — or the page's own tasks
+      // delayed the frames), and never after the next frame's callback plus a frame. The
+      // bracket ends at the earlier of that and three frames after the callback; the paint is
+      // its midpoint, half its width the error — so the text was read at its lower bound, and
+      // the core credits the frame only with what had arrived by then. The engine's own
+      // presentation time of the frame refines it where given (`presented` in makePaint); a
+      // paint that completed the record keeps its bracket.
+      const p = this.p;
+      if (!p.core.live()) {
+        this.stop(); // measurement was disabled: nothing to report to
+        return;
+      }
+      const hi = Math.min(now, c.lo + 2 * FRAME_MS) + FRAME_MS;
+      const t = (c.lo + hi) / 2;
+      c.hi = now;
+      c.t = t;
+      if (p.core.fenced((core) => core.paint(this.h, t, c.shown, hi - t, c.probe), false)) p.done(this);
     } catch (e) {
       this.p.fail(e); // a rAF callback must not throw into the page
     }
-  }
-
-  measure() {
-    this.lo = performance.now();
-    this.waiting = true;
-    this.read();
-    this.chan.port2.postMessage(0);
-  }
-
-  read() {
-    // What this frame will paint. Every mutated frame is reported, even when the length did
-    // not change: a re-render after an invisible last token (a trailing newline under
-    // markdown) is the frame that shows the final answer, and the core needs a paint after
-    // the last arrival to know it. One O(text) read per frame, not per mutation: reading per
-    // mutation made a 20 000-append answer quadratic (148 µs per append in scripts/bench.js).
-    this.shown = Math.max(0, this.el.textContent.length - this.base);
-    this.probe = tailText(this.el, PROBE_CHARS);
-  }
-
-  painted() {
-    this.waiting = false;
-    if (!this.live) return;
-    if (!this.p.core.live()) {
-      this.stop(); // measurement was disabled: nothing to report to
-      return;
-    }
-    const hi = performance.now();
-    // Half the bracket in clock readings: the text was read at the lower bound, which is where
-    // the core caps what this frame can show. The clock's step is added once, in the core.
-    const err = (hi - this.lo) / 2;
-    if (this.p.core.fenced((core) => core.paint(this.h, (this.lo + hi) / 2, this.shown, err, this.probe), false)) this.p.done(this);
   }
 
   /** The stream ended but its end is not painted yet: give the page a while to paint it. */
@@ -211,11 +221,6 @@ class Watch {
     if (this.mo) this.mo.disconnect();
     if (this.raf) cancelAnimationFrame(this.raf);
     if (this.timer) clearTimeout(this.timer);
-    if (this.chan) {
-      this.chan.port1.onmessage = null;
-      this.chan.port1.close();
-      this.chan.port2.close();
-    }
   }
 }
 
@@ -289,9 +294,27 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
       }
     };
     const refine = opts.nativePaintTimes;
-    // Long Animation Frames (W3C LoAF): blame for render stalls, and the frame's paintTime.
+    // The engine's presentation time of a frame we measured (Paint Timing's PaintTimingMixin:
+    // `paintTime`, the rendering update's paint step; `presentationTime`, when the compositor
+    // presented it, null where not exposed). Our frame is the one whose rAF callback ran
+    // before that paint step, the next frame's after it. Not `paintTime` itself: that is the
+    // main thread's paint, a vsync or more before the screen showed it.
+    const presented = (c, e) => {
+      const pt = e.paintTime; // 0 where not exposed: no frame matches
+      // The latest frame measured whose rAF callback came before that paint step, unless the
+      // next frame's came before it too (the paint step of a frame we did not measure).
+      // Entries come after the frame was presented, a frame or more after our report of it
+      // (`hi`, `t`: reported; one not reported yet keeps its bracket).
+      let f = null;
+      for (const x of recent) if (x.lo <= pt) f = x;
+      // Its resolution: coarsened to 4 ms where the page is not cross-origin isolated
+      // (Chromium's coarsening of paint timestamps; its clock then ticks at 100 µs). Only an
+      // engine with presentationTime gets here: it has crossOriginIsolated.
+      if (refine && f && f.hi >= pt && e.presentationTime >= pt) c.native_paint(f.t, e.presentationTime, crossOriginIsolated ? 0 : 4);
+    };
+    // Long Animation Frames (W3C LoAF): blame for render stalls, and the frame's presentation.
     listen('long-animation-frame', (c, e) => {
-      if (refine && e.paintTime > 0) c.native_paint(e.paintTime, 0);
+      presented(c, e);
       let top = null;
       for (const s of e.scripts || []) if (!top || s.duration > top.duration) top = s;
       if (!top) return;
@@ -308,8 +331,11 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
       }
       c.long_frame(e.startTime, e.duration, invoker, source, top.duration);
     });
-    // Paints that follow an interaction (Chromium's interaction-contentful-paint).
-    if (refine) listen('interaction-contentful-paint', (c, e) => e.paintTime > 0 && c.native_paint(e.paintTime, 0));
+    // Paints that follow an interaction (Chromium's interaction-contentful-paint), and Element
+    // Timing where the app marked its answer with `elementtiming` (the SDK sets no attribute:
+    // the app would see it).
+    listen('interaction-contentful-paint', presented);
+    listen('element', presented);
   }
 
   function unobservePerf() {
@@ -321,8 +347,8 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     const old = watches.get(h);
     if (old) old.stop();
     forget(h);
-    // The browser side first (it can fail: an engine without MutationObserver,
-    // requestAnimationFrame or MessageChannel), then the core is told to expect paints.
+    // The browser side first (it can fail: an engine without MutationObserver or
+    // requestAnimationFrame), then the core is told to expect paints.
     let w;
     try {
       w = new Watch(p, h, el, explicit, base, now);
@@ -349,9 +375,6 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     if (!waiting.size && finder) {
       finder.mo.disconnect();
       cancelAnimationFrame(finder.raf);
-      finder.chan.port1.onmessage = null;
-      finder.chan.port1.close();
-      finder.chan.port2.close();
       finder = null;
     }
   }
@@ -374,13 +397,9 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
   }
 
   function arm() {
-    // frames: [{ lo, hi, els: [{ el, len, up }] }], oldest first (hi: 0 until its message came;
-    // len: the element's text length, read up to PROBE_CHARS; up: its ancestors then)
-    const f = { mo: null, nodes: new Set(), raf: 0, frames: [], chan: new MessageChannel() };
-    f.chan.port1.onmessage = () => {
-      const now = performance.now();
-      for (const fr of f.frames) if (!fr.hi) fr.hi = now;
-    };
+    // frames: [{ lo, els: [{ el, len, up }] }], oldest first (lo: its rAF callback's time; len:
+    // the element's text length, read up to PROBE_CHARS; up: its ancestors then)
+    const f = { mo: null, nodes: new Set(), raf: 0, frames: [] };
     f.mo = new MutationObserver((records) => {
       // Per mutation only this (an observer callback must not throw into the page).
       try {
@@ -417,8 +436,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     f.raf = 0;
     if (finder !== f) return;
     try {
-      const frame = { lo: performance.now(), hi: 0, els: [] };
-      f.chan.port2.postMessage(0);
+      const frame = { lo: performance.now(), els: [] };
       const nodes = [...f.nodes];
       f.nodes.clear();
       const seen = new Set();
@@ -436,7 +454,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
           if (hit === 0) continue;
           near = true;
           if (hit && watch(h, hit.el, false, hit.base, PAINT_AUTO, true)) {
-            backdate(f, h, hit.el, hit.base);
+            backdate(f, h, hit.el, hit.base, frame.lo);
             hs = hs.filter((x) => x !== h);
             bound = true;
             break;
@@ -532,7 +550,8 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
   const within = (el, x) => el.contains(x.el) || (!x.el.isConnected && x.up.some((u) => u === el || (u.isConnected && el.contains(u))));
 
   /**
-   * `h`'s element `el` was found this frame: the frames remembered before it that changed `el`
+   * `h`'s element `el` was found this frame (its rAF callback at `now`): the frames remembered
+   * before it that changed `el`
    * or something in it go to the core as its paints first (oldest first; the Watch measures
    * this frame). A frame's text length is its changed elements' (the longest; the found
    * element's less the text before the answer), read up to PROBE_CHARS: a first paint shows
@@ -540,15 +559,16 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
    * not paints, as for rum.observe(el); frames before the answer's first arrival are not
    * either (the core ignores them).
    */
-  function backdate(f, h, el, base) {
-    for (const fr of f.frames) {
-      if (!fr.hi) continue;
+  function backdate(f, h, el, base, now) {
+    for (let i = 0; i < f.frames.length; i++) {
+      const fr = f.frames[i];
+      const hi = Math.min(i + 1 < f.frames.length ? f.frames[i + 1].lo : now, fr.lo + 2 * FRAME_MS) + FRAME_MS;
       let len = 0;
       // `base` is measured on the element's text now: markup a renderer showed before the
       // answer's first letter (a literal ```js, a code box's label) is in it, and was all an
       // early frame showed: still a paint of the answer (at least 1 char).
       for (const x of fr.els) if (x.el === el || within(el, x)) len = Math.max(len, x.el === el ? Math.max(x.len - base, Math.min(x.len, 1)) : x.len);
-      if (len > 0 && core.fenced((c) => c.paint(h, (fr.lo + fr.hi) / 2, len, (fr.hi - fr.lo) / 2, ''), false)) {
+      if (len > 0 && core.fenced((c) => c.paint(h, (fr.lo + hi) / 2, len, (hi - fr.lo) / 2, ''), false)) {
         const w = watches.get(h); // the record is complete (its end was painted already)
         if (w) p.done(w);
         return;

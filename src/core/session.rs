@@ -284,8 +284,8 @@ impl Session {
     }
 
     /// A frame painted the observed answer element of `h` at `t` (± `err_ms`) showing
-    /// `rendered_len` chars, ending with `probe`. Returns true when this completed the record
-    /// (queued now).
+    /// `rendered_len` chars read at `t − err_ms` (its rendering's start), ending with `probe`.
+    /// Returns true when this completed the record (queued now).
     pub fn paint(&mut self, h: Handle, t: f64, rendered_len: u32, err_ms: f64, probe: &str) -> bool {
         self.grain.see(t);
         let Some(tl) = self.get(h) else { return false };

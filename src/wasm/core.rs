@@ -111,8 +111,9 @@ impl Core {
         self.session.get(h).map_or(-1.0, |tl| tl.claim(text, whole))
     }
 
-    /// A frame painted `h`'s element at `t` (± `err_ms`) with `len` chars of text ending
-    /// with `probe`. Returns true when the record completed (JS stops watching, delivers).
+    /// A frame painted `h`'s element at `t` (± `err_ms`: its text was read at `t − err_ms`)
+    /// with `len` chars of text ending with `probe`. Returns true when the record completed
+    /// (JS stops watching, delivers).
     pub fn paint(&mut self, h: u32, t: f64, len: u32, err_ms: f64, probe: &str) -> bool {
         self.session.paint(h, t, len, err_ms, probe)
     }
@@ -127,12 +128,12 @@ impl Core {
         self.session.finish(h);
     }
 
-    /// A native paint timestamp (LoAF / ICP `paintTime`) refines the running requests'
-    /// bracketed paints that contain it.
-    pub fn native_paint(&mut self, t: f64, res_ms: f64) {
+    /// The engine's own presentation time `t` (± `res_ms`) of the frame a paint was reported
+    /// for at `key` (js/capture/paint.js matches the frame) refines that paint.
+    pub fn native_paint(&mut self, key: f64, t: f64, res_ms: f64) {
         for h in self.session.running() {
             if let Some(tl) = self.session.get(h) {
-                tl.paint.refine(t, res_ms);
+                tl.paint.refine(key, t, res_ms);
             }
         }
     }

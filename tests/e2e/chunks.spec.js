@@ -12,15 +12,17 @@ import { openPage } from './util.js';
 
 const FRAME = 1000 / 60;
 /**
- * The answer's first and last paint were seen, each within two frames of its token (tokens 60 ms
- * apart: a paint missed while a chunk loaded would be a token gap late). Two frames, not one: a
- * single sample, and a loaded machine drops a frame now and then (CI read a last paint 27.9 ms
- * after its token, the frame after next).
+ * The answer's first and last paint were seen, each within three frames of its token (tokens
+ * 60 ms apart: a paint missed while a chunk loaded would be a token gap late): the next frame,
+ * the frame the screen shows it in (paint times are when the screen showed the frame: issue
+ * 30), and one more: a single sample, and a loaded machine drops a frame now and then (CI read
+ * a last paint 27.9 ms after its token, the frame after next, when paint times were the main
+ * thread's).
  */
 function expectPaintsKept(rec) {
   expect(rec.marks.firstPaint).not.toBeNull();
-  expect(rec.marks.firstPaint - rec.marks.firstToken).toBeLessThanOrEqual(2 * FRAME + 4);
-  expect(rec.marks.lastPaint - rec.marks.lastToken).toBeLessThanOrEqual(2 * FRAME + 4);
+  expect(rec.marks.firstPaint - rec.marks.firstToken).toBeLessThanOrEqual(3 * FRAME + 4);
+  expect(rec.marks.lastPaint - rec.marks.lastToken).toBeLessThanOrEqual(3 * FRAME + 4);
 }
 const chunksLoaded = (page) =>
   page.evaluate(() => performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname).filter((p) => /^\/dist\/(paint|transport|es-measure)-/.test(p)).map((p) => p.split('/').pop().split('-')[0]));

@@ -73,11 +73,12 @@ test('the demo makes its point: buffered waits for everything, streamed paints a
   expect(Math.abs(buffered.perceivedTtft - buffered.perceivedTotal)).toBeLessThanOrEqual(FRAME_TOL);
   expect(buffered.buffered).toBe(true);
   expect(buffered.perceivedTtft).toBeGreaterThan(buffered.ttft + 2000);
-  // Streamed: perceived TTFT = click→request + ttft + at most a frame to paint.
+  // Streamed: perceived TTFT = click→request + ttft + at most a frame to paint, and the frame
+  // the screen shows it in (paint times are when the screen showed the frame: issue 30).
   const clickToRequest = -streamed.marks.interaction;
   const overTtft = streamed.perceivedTtft - clickToRequest - streamed.ttft;
   expect(overTtft).toBeGreaterThanOrEqual(0);
-  expect(overTtft).toBeLessThanOrEqual(FRAME_TOL);
+  expect(overTtft).toBeLessThanOrEqual(FRAME_TOL + 1000 / 60);
   expect(streamed.stalls.count).toBe(0);
   // Janky: the answer itself stalls, and the page is to blame.
   expect(janky.stalls.render).toBeGreaterThanOrEqual(1);

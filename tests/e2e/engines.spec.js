@@ -487,9 +487,14 @@ for (const engine of ENGINES) {
       note(engine, 'firstPaintAfterToken', stat(fp));
       note(engine, 'streamedRenderDelayP95', stat(p95));
       note(engine, 'paintErrorMs', stat(errs));
-      expect(percentile(errs, 0.5)).toBeLessThanOrEqual(FRAME);
-      expect(percentile(fp, 0.5)).toBeLessThanOrEqual(tol.frame);
-      expect(percentile(p95, 0.5)).toBeLessThanOrEqual(tol.tail);
+      // Paint times are when the screen showed the frame (issue 30): the next frame (`frame`),
+      // presented one vsync after it, reported half a vsync past that; the error reaches from
+      // there to the next frame's rAF callback plus a frame. The same code in every engine;
+      // only Chromium's compositor can check it (paint-compositor.spec.js): here in-page.
+      const shown = 1.5 * FRAME;
+      expect(percentile(errs, 0.5)).toBeLessThanOrEqual(2 * FRAME);
+      expect(percentile(fp, 0.5)).toBeLessThanOrEqual(tol.frame + shown);
+      expect(percentile(p95, 0.5)).toBeLessThanOrEqual(tol.tail + shown);
       const { rec } = await b.scenario('paint', { kind: 'buffered', query: q });
       const m = rec.marks;
       expect(m.firstPaint - m.lastToken).toBeGreaterThanOrEqual(0);

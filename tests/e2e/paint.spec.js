@@ -6,13 +6,17 @@
 // Ground truth: arrivals are the SDK's own content marks (their accuracy against the server's
 // send times is fetch-metrics.spec.js's job); paints are checked against what each renderer
 // does by construction (streamed: next frame; buffered: nothing until the end; throttled:
-// ≤ 200 ms), and against Chromium's own Long Animation Frame paintTime as an independent
+// ≤ 200 ms), and against Chromium's own Long Animation Frame presentationTime as an independent
 // reference (with the SDK's refinement from those entries switched off).
 import { test, expect } from '@playwright/test';
 import { openPage } from './util.js';
 
 const FRAME = 1000 / 60;
 const ONE_FRAME = 20; // one frame plus scheduling slack (issue 3's "≤ one frame (≤ 20 ms)")
+// Painted in the next frame, as the screen shows it (issue 30): that frame (≤ ONE_FRAME away),
+// displayed one vsync after it, reported half a vsync past that (js/capture/paint.js; held
+// against the compositor in paint-compositor.spec.js).
+const SHOWN = ONE_FRAME + 1.5 * FRAME;
 const STREAM = 'prefill_ms=80&gap_ms=30&tokens=40';
 
 async function setup(page, coi, opts = {}) {
@@ -33,7 +37,11 @@ function report(kind, coi, rec, extra = {}) {
   console.log(`paint ${kind} coi=${coi} ` + Object.entries(kv).map(([k, v]) => `${k}=${f(v)}`).join(' '));
 }
 
-function sane(rec, maxErr = 2 * FRAME) {
+// A frame preempted on this shared 2-core machine (engines.spec.js's SANITY: 97 ms seen once in
+// Chromium while other builds ran) comes that much late.
+const PREEMPTED = 150;
+
+function sane(rec, maxErr = PREEMPTED) {
   expect(rec.outcome).toBe('ok');
   expect(rec.hidden).toBe(false);
   const m = rec.marks;
@@ -45,10 +53,11 @@ function sane(rec, maxErr = 2 * FRAME) {
   for (const k of ['first', 'p50', 'p95', 'max']) expect(d[k], k).toBeGreaterThanOrEqual(0);
   expect(d.p50).toBeLessThanOrEqual(d.p95);
   expect(d.p95).toBeLessThanOrEqual(d.max);
-  // The paint bracket: rAF → MessageChannel, half its width: within a frame on a quiet
-  // machine; on a loaded one the message after the paint can come late and widen it (CI read
-  // 17.15 ms once) — the SDK then reports the wider error it really had. Two frames at most,
-  // unless the page itself blocks (`maxErr`: the janky renderer).
+  // The paint bracket (one vsync after the frame's time → the next frame's rAF callback plus
+  // a frame), from the estimate to its far end: ~9–12 ms on a quiet machine; a next frame that
+  // comes late widens it — the SDK then reports the wider error it really had (70–130 ms seen
+  // with the machine's load at 7 on 2 cores). A preempted frame at most, unless the page itself
+  // blocks (`maxErr`: the janky renderer). Whether the bound holds is paint-compositor.spec.js's.
   expect(rec.paintErrorMs).toBeGreaterThan(0);
   expect(rec.paintErrorMs).toBeLessThanOrEqual(maxErr);
 }
@@ -60,13 +69,13 @@ for (const coi of [false, true]) {
       const { rec } = await answer(page, 'streamed');
       report('streamed', coi, rec);
       sane(rec);
-      expect(rec.marks.firstPaint - rec.marks.firstToken).toBeLessThanOrEqual(ONE_FRAME);
+      expect(rec.marks.firstPaint - rec.marks.firstToken).toBeLessThanOrEqual(SHOWN);
       // Each token is painted in the next frame: half of them within one frame. The tail is
       // left to the machine, as in the markdown test (a preempted page really does miss a
       // frame: CI read p95 27.9 ms with both cores busy); a matching error shifts every delay
       // by a token gap (30 ms) and fails the median.
-      expect(rec.renderDelay.p50).toBeLessThanOrEqual(ONE_FRAME);
-      expect(rec.renderDelay.p95).toBeLessThanOrEqual(2 * ONE_FRAME);
+      expect(rec.renderDelay.p50).toBeLessThanOrEqual(SHOWN);
+      expect(rec.renderDelay.p95).toBeLessThanOrEqual(SHOWN + ONE_FRAME);
       expect(rec.buffered).toBe(false);
       expect(rec.stalls.count).toBe(0);
       // No interaction: perceived = from the request start.
@@ -80,8 +89,8 @@ for (const coi of [false, true]) {
       report('buffered', coi, rec, { 'first-(total-ttft)': rec.renderDelay.first - (rec.total - rec.ttft) });
       sane(rec);
       const m = rec.marks;
-      expect(m.firstPaint - m.lastToken).toBeLessThanOrEqual(ONE_FRAME);
-      expect(Math.abs(rec.renderDelay.first - (rec.total - rec.ttft))).toBeLessThanOrEqual(ONE_FRAME);
+      expect(m.firstPaint - m.lastToken).toBeLessThanOrEqual(SHOWN);
+      expect(Math.abs(rec.renderDelay.first - (rec.total - rec.ttft))).toBeLessThanOrEqual(SHOWN);
       expect(rec.buffered).toBe(true);
       expect(Math.abs(rec.perceivedTtft - rec.perceivedTotal)).toBeLessThanOrEqual(ONE_FRAME);
       // ~1.2 s of answer held back: the first char waited for all of it.
@@ -95,19 +104,18 @@ for (const coi of [false, true]) {
       sane(rec);
       expect(rec.renderDelay.p50).toBeGreaterThanOrEqual(50);
       expect(rec.renderDelay.p50).toBeLessThanOrEqual(200);
-      expect(rec.renderDelay.max).toBeLessThanOrEqual(200 + ONE_FRAME);
+      expect(rec.renderDelay.max).toBeLessThanOrEqual(200 + SHOWN);
       expect(rec.buffered).toBe(false);
     });
 
     test('janky: render stalls blamed on the script, the scripted network stall is network', async ({ page }) => {
       // 120 ms blocks every 10th token; threshold 100 ms so they count; a 600 ms server stall
-      // at token 25. Refinement off: the LoAF paintTime below is then an independent check.
+      // at token 25. Refinement off: the LoAF presentationTime below is then an independent check.
       await setup(page, coi, { stallThresholdMs: 100, nativePaintTimes: false });
       const { rec, loafs, start } = await answer(page, 'janky', STREAM + '&stall_at=25&stall_ms=600');
-      // A 120 ms block that runs between a frame's rAF and the message after its paint widens
-      // that bracket by the block (CI read paintErrorMs 71.6 ms: a 143 ms bracket): the error
-      // the SDK really had, so the bound is half of a block plus three frames.
-      sane(rec, (120 + 3 * FRAME) / 2);
+      // A 120 ms block before the next frame widens that bracket by the block: the error the
+      // SDK really had, so the bound is a block plus a preempted frame.
+      sane(rec, 120 + PREEMPTED);
       expect(rec.stalls.render, JSON.stringify(rec.stallList)).toBeGreaterThanOrEqual(2);
       expect(rec.stalls.network, JSON.stringify(rec.stallList)).toBe(1);
       const net = rec.stallList.find((s) => s.cause === 'network');
@@ -128,13 +136,17 @@ for (const coi of [false, true]) {
         expect(s.blame.scriptMs).toBeGreaterThanOrEqual(100);
       }
       // Independent paint reference: token 0 is heavy, so the first paint's frame is a Long
-      // Animation Frame whose paintTime Chromium reports; the SDK's bracket must contain it.
+      // Animation Frame whose presentationTime Chromium reports (coarsened to 4 ms where the
+      // page is not cross-origin isolated). That is when the frame was handed to the display,
+      // up to a vsync before the display time the compositor plans for it (Element Timing's
+      // presentationTime read 5–11 ms before the screencast's frame in paint-compositor runs):
+      // the SDK's bound, widened by a frame, must contain it.
       const fpAbs = start + rec.marks.firstPaint;
-      const ref = loafs.find((l) => l.paintTime > 0 && Math.abs(l.paintTime - fpAbs) <= 50);
+      const ref = loafs.find((l) => l.presentationTime > 0 && Math.abs(l.presentationTime - fpAbs) <= 50);
       expect(ref, JSON.stringify({ fpAbs, loafs })).toBeTruthy();
-      report('janky', coi, rec, { 'fp-loafPaint': fpAbs - ref.paintTime, render: rec.stalls.render, network: rec.stalls.network });
-      const clock = coi ? 0.005 : 0.1;
-      expect(Math.abs(ref.paintTime - fpAbs)).toBeLessThanOrEqual(rec.paintErrorMs + 2 * clock);
+      report('janky', coi, rec, { 'fp-loafPresented': fpAbs - ref.presentationTime, render: rec.stalls.render, network: rec.stalls.network });
+      const res = coi ? 0.005 : 4;
+      expect(Math.abs(ref.presentationTime - fpAbs)).toBeLessThanOrEqual(rec.paintErrorMs + res + FRAME);
     });
 
     test('rAF-batched renderer: a known one-frame bias, bounded', async ({ page }) => {
@@ -146,9 +158,9 @@ for (const coi of [false, true]) {
       // brackets the next frame, so each paint counts one frame late (README limitations):
       // within two frames, never more — but for a frame the machine itself delays (CI read
       // p95 43.7 ms under load): the median within two, the tail within three.
-      expect(rec.marks.firstPaint - rec.marks.firstToken).toBeLessThanOrEqual(2 * ONE_FRAME);
-      expect(rec.renderDelay.p50).toBeLessThanOrEqual(2 * ONE_FRAME);
-      expect(rec.renderDelay.p95).toBeLessThanOrEqual(3 * ONE_FRAME);
+      expect(rec.marks.firstPaint - rec.marks.firstToken).toBeLessThanOrEqual(SHOWN + ONE_FRAME);
+      expect(rec.renderDelay.p50).toBeLessThanOrEqual(SHOWN + ONE_FRAME);
+      expect(rec.renderDelay.p95).toBeLessThanOrEqual(SHOWN + 2 * ONE_FRAME);
       expect(rec.buffered).toBe(false);
     });
 
@@ -160,7 +172,7 @@ for (const coi of [false, true]) {
       // A well-behaved renderer: half the text on screen within a frame. The tail is left to
       // the machine (a page preempted on this shared 2-core box really does miss frames:
       // 69 ms seen with both cores saturated); a stall-sized delay would be a matching bug.
-      expect(rec.renderDelay.p50).toBeLessThanOrEqual(ONE_FRAME);
+      expect(rec.renderDelay.p50).toBeLessThanOrEqual(SHOWN);
       expect(rec.renderDelay.max).toBeLessThan(250);
       expect(rec.buffered).toBe(false);
     });
@@ -234,9 +246,9 @@ test.describe('answer element association', () => {
     // side fetch takes none of it): a wrong owner reads whole-stream delays (~900 ms) or no
     // paint. The typical delay is one frame; a late frame on a loaded machine is allowed at the
     // tail (CI once read p95 20.2 ms). Accuracy against LoAF is the renderer tests' job.
-    expect(rec.marks.firstPaint - rec.marks.firstToken).toBeLessThanOrEqual(2 * ONE_FRAME);
-    expect(rec.renderDelay.p50).toBeLessThanOrEqual(ONE_FRAME);
-    expect(rec.renderDelay.p95).toBeLessThanOrEqual(2 * ONE_FRAME);
+    expect(rec.marks.firstPaint - rec.marks.firstToken).toBeLessThanOrEqual(SHOWN + ONE_FRAME);
+    expect(rec.renderDelay.p50).toBeLessThanOrEqual(SHOWN);
+    expect(rec.renderDelay.p95).toBeLessThanOrEqual(SHOWN + ONE_FRAME);
     expect(rec.buffered).toBe(false);
     expect(rec.marks.lastPaint).toBeGreaterThanOrEqual(rec.marks.lastToken);
   });
@@ -304,8 +316,8 @@ test('EventSource answers get paint metrics too', async ({ page }) => {
   });
   report('eventsource', false, rec);
   sane(rec);
-  expect(rec.marks.firstPaint - rec.marks.firstToken).toBeLessThanOrEqual(ONE_FRAME);
-  expect(rec.renderDelay.p50).toBeLessThanOrEqual(ONE_FRAME);
+  expect(rec.marks.firstPaint - rec.marks.firstToken).toBeLessThanOrEqual(SHOWN);
+  expect(rec.renderDelay.p50).toBeLessThanOrEqual(SHOWN);
   expect(rec.buffered).toBe(false);
 });
 
@@ -347,7 +359,7 @@ test('rum.observe before a non-stream request: the element waits for the answer 
   });
   expect(rec.url).toMatch(/\/v1\/chat\/completions$/);
   expect(rec.marks.firstPaint).not.toBeNull();
-  expect(rec.marks.firstPaint - rec.marks.firstToken).toBeLessThanOrEqual(ONE_FRAME);
+  expect(rec.marks.firstPaint - rec.marks.firstToken).toBeLessThanOrEqual(SHOWN);
 });
 
 test('rum.observe binds the current answer as the core decides it: the newest running stream whose element the app has not named yet', async ({ page }) => {
@@ -373,8 +385,76 @@ test('rum.observe binds the current answer as the core decides it: the newest ru
   // streams are painted at once here, and a loaded machine can miss a frame (CI read a first
   // paint 21.15 ms after its token against one frame, 20 ms).
   for (const rec of recs) {
-    expect(rec.marks.firstPaint - rec.marks.firstToken).toBeLessThanOrEqual(2 * ONE_FRAME);
+    expect(rec.marks.firstPaint - rec.marks.firstToken).toBeLessThanOrEqual(SHOWN + ONE_FRAME);
     expect(rec.marks.lastPaint).not.toBeNull();
-    expect(rec.marks.lastPaint - rec.marks.lastToken).toBeLessThanOrEqual(2 * ONE_FRAME);
+    expect(rec.marks.lastPaint - rec.marks.lastToken).toBeLessThanOrEqual(SHOWN + ONE_FRAME);
   }
+});
+
+test('no credit before arrival: text that arrives after a frame began its rendering is credited to a later frame', async ({ page }) => {
+  // The app's fetch is an in-page stream (the page's own fetch, as the SDK finds it at init),
+  // so the first token can be timed exactly: a frame is set off by a text-less mutation of the
+  // answer element, and the token is enqueued in a task right after that frame's rendering
+  // update (a message posted from a rAF callback that runs before the SDK's) — before the
+  // SDK's own next task and next frame. That frame read the element before the token came:
+  // it may not be credited with it, however the SDK's report of it is timed.
+  await page.addInitScript(() => {
+    const native = window.fetch;
+    window.fetch = function (input, init) {
+      const url = typeof input === 'string' ? input : input.url;
+      if (window.__body && url.includes('/v1/chat/')) return Promise.resolve(new Response(window.__body, { headers: { 'content-type': 'text/event-stream' } }));
+      return native.call(this, input, init);
+    };
+  });
+  await openPage(page);
+  const out = await page.evaluate(async () => {
+    const enc = new TextEncoder();
+    let ctl;
+    window.__body = new ReadableStream({ start: (c) => void (ctl = c) });
+    const h = await import('/helpers.js');
+    await h.startRum();
+    const { readDeltas } = await import('/demo/renderers.js');
+    const el = document.createElement('div');
+    document.body.append(el);
+    window.__rum.observe(el);
+    const res = await fetch('/v1/chat/completions', { method: 'POST', body: '{"stream":true}' });
+    const reading = readDeltas(res, (d) => el.append(d));
+    await new Promise((r) => setTimeout(r, 50));
+    const frames = [];
+    const ch = new MessageChannel();
+    const enqueued = new Promise((resolve) => {
+      ch.port1.onmessage = () => {
+        const t = performance.now();
+        ctl.enqueue(enc.encode('data: {"choices":[{"delta":{"content":"Hello"}}]}\n\n'));
+        resolve(t);
+      };
+    });
+    // Ours first in the frame, then the SDK's (requested by the mutation below).
+    requestAnimationFrame(() => {
+      frames.push(performance.now());
+      ch.port2.postMessage(0);
+      const more = () => frames.length < 6 && requestAnimationFrame(() => (frames.push(performance.now()), more()));
+      more();
+    });
+    el.append(document.createElement('span'));
+    const at = await enqueued;
+    await new Promise((r) => setTimeout(r, 150));
+    ctl.enqueue(enc.encode('data: [DONE]\n\n'));
+    ctl.close();
+    await reading;
+    const rec = await h.waitRecord(() => true, 8000);
+    const start = rec.startEpochMs - performance.timeOrigin;
+    return { rec, at: at - start, frames: frames.map((f) => f - start) };
+  });
+  const m = out.rec.marks;
+  const why = JSON.stringify({ at: out.at, frames: out.frames, m, err: out.rec.paintErrorMs });
+  // The token reached the SDK in the enqueueing task, after the first frame's rAF callbacks.
+  expect(m.firstToken, why).toBeGreaterThanOrEqual(out.at);
+  expect(m.firstToken, why).toBeGreaterThan(out.frames[0]);
+  // The first frame that could show it began after it arrived; the screen showed it one vsync
+  // after that frame at the earliest — never credited to the frame before (whose display, a
+  // vsync after its own time, can be later than the arrival).
+  const next = out.frames.find((f) => f >= m.firstToken);
+  expect(m.firstPaint, why).toBeGreaterThanOrEqual(next);
+  expect(m.firstPaint - m.firstToken, why).toBeLessThanOrEqual(SHOWN + ONE_FRAME);
 });

@@ -269,12 +269,20 @@ fn edge_cases() {
     p.on_arrival(100.0, 10);
     p.on_paint(90.0, 10, 0.0);
     assert_eq!(p.result().first_paint, None);
-    // Negative delays (a native paint time a hair before the arrival it shows, at the
-    // clock's grain): clamped to 0, counted.
+    // A native presentation time before the frame's read (a mismatched frame) is refused:
+    // the paint keeps its bracket.
     p.on_paint(104.0, 10, 4.0); // read at 100
-    p.refine(99.95, 0.1);
+    p.refine(104.0, 99.95, 0.1);
     let r = p.result();
-    assert_eq!((r.render_delay.unwrap().first, r.negative_chars), (0.0, 10));
+    assert_eq!((r.first_paint, r.render_delay.unwrap().first, r.negative_chars), (Some(104.0), 4.0, 0));
+    // A frame read before the text arrived, shown after it (a bracket reaching past the next
+    // frame): no credit before arrival, however late it was shown.
+    let mut p = PaintTracker::new(0.0, 250.0);
+    p.on_arrival(100.0, 10);
+    p.on_paint(116.0, 10, 17.0); // read at 99
+    assert_eq!(p.result().first_paint, None);
+    p.on_paint(118.0, 10, 17.0); // read at 101
+    assert_eq!(p.result().first_paint, Some(118.0));
     // on_end reports chars the arrivals missed; they arrive at t_end.
     let mut p = PaintTracker::new(0.0, 250.0);
     p.on_arrival(0.0, 10);
@@ -500,18 +508,18 @@ fn native_paint_times_refine_brackets_they_fall_in() {
     p.on_paint(210.0, 20, 4.0);
     p.on_end(200.0, 20);
     assert_eq!(p.result().paint_error_ms, Some(4.0));
-    p.refine(150.0, 0.1); // inside no bracket: ignored
-    p.refine(f64::NAN, 0.1);
+    p.refine(150.0, 150.0, 0.1); // no paint reported at that key: ignored
+    p.refine(110.0, f64::NAN, 0.1);
     assert_eq!(p.result().first_paint, Some(110.0));
-    p.refine(107.5, 0.1);
+    p.refine(110.0, 107.5, 0.1);
     let r = p.result();
     assert_eq!((r.first_paint, r.last_paint, r.paint_error_ms), (Some(107.5), Some(210.0), Some(4.0)));
     assert_eq!(r.render_delay.unwrap().first, 7.5);
-    p.refine(212.0, 0.1);
+    p.refine(210.0, 212.0, 0.1);
     let r = p.result();
     assert_eq!((r.last_paint, r.paint_error_ms), (Some(212.0), Some(0.1)));
-    // Refined once: a second timestamp in the old bracket does not move it again.
-    p.refine(108.0, 0.1);
+    // Refined once: a second timestamp for the old key does not move it again.
+    p.refine(110.0, 108.0, 0.1);
     assert_eq!(p.result().first_paint, Some(107.5));
     // Origin shifts move stall offsets.
     let mut p = PaintTracker::new(1000.0, 100.0);
@@ -614,4 +622,25 @@ fn coalescing_is_accurate_on_chat_like_streams() {
         emax += (ds.max - de.max).abs() / RUNS as f64;
     }
     assert!(e50 <= 0.9 && e95 <= 21.0 && emax <= 17.0, "mean errors p50 {e50:.2} p95 {e95:.2} max {emax:.2} ms");
+}
+
+#[test]
+fn a_paint_after_the_end_whose_probe_is_short_of_it_is_not_the_final_paint() {
+    // A page working through a backlog: the stream's end reached the SDK before the app
+    // rendered its last tokens (paint-compositor.spec.js, the busy page).
+    let mut p = PaintTracker::new(0.0, 250.0);
+    p.on_arrival(100.0, 10);
+    p.on_arrival(130.0, 20);
+    p.on_end(131.0, 20);
+    p.on_paint_probed(150.0, 12, 2.0, Some(12));
+    assert!(!p.final_paint_seen(), "the screen shows 12 of 20 chars");
+    p.on_paint_probed(200.0, 20, 2.0, Some(20));
+    assert!(p.final_paint_seen());
+    assert_eq!(p.result().last_paint, Some(200.0));
+    // No probe found (a label after the answer, a link's URL): taken as the end, as before.
+    let mut p = PaintTracker::new(0.0, 250.0);
+    p.on_arrival(100.0, 10);
+    p.on_end(101.0, 10);
+    p.on_paint_probed(120.0, 14, 2.0, None);
+    assert!(p.final_paint_seen());
 }

@@ -229,10 +229,11 @@ impl PaintTracker {
     /// after `probed` raw chars): used instead of the proportional estimate for this paint.
     ///
     /// The frame's text was read at `t_paint − err_ms` (the bracket's lower bound: the browser
-    /// layer reads it in the frame's rAF callback and reports at the bracket's midpoint).
-    /// Text that arrived after that read cannot be on this frame, even though the report
-    /// comes later (a chunk task can run between the frame and the report): such a paint is
-    /// capped at what had arrived by the read, and cannot be the frame showing the end.
+    /// layer reads it in the frame's rAF callback and reports when the screen showed it, at the
+    /// bracket's midpoint). No credit before arrival: text that arrived after that read cannot
+    /// be on this frame, even though the report comes later (chunk tasks run before the next
+    /// frame, which closes the bracket): such a paint is capped at what had arrived by the
+    /// read, and cannot be the frame showing the end.
     pub fn on_paint_probed(&mut self, t_paint: f64, rendered_len: u32, err_ms: f64, probed: Option<u32>) {
         let err = if err_ms.is_finite() && err_ms > 0.0 { err_ms } else { 0.0 };
         let arrived = self.arrived_by(t_paint - err);
@@ -323,16 +324,19 @@ impl PaintTracker {
         }
     }
 
-    /// A native paint timestamp (Long Animation Frame / interaction-contentful-paint
-    /// `paintTime`) of resolution `res_ms`: a stored paint whose bracket contains it takes it
-    /// as its time, with `res_ms` as its error. First/last paint and render delays follow;
-    /// stalls already counted keep their bracketed times (off by at most the bracket).
-    pub fn refine(&mut self, p: f64, res_ms: f64) {
+    /// The engine's own presentation time `p` (Long Animation Frame, Element Timing,
+    /// interaction-contentful-paint `presentationTime`) of resolution `res_ms`, for the frame
+    /// whose paint was reported at `key` (the browser layer matched the frame by its paint
+    /// step): that stored paint takes it as its time, with `res_ms` as its error, unless it
+    /// would precede the frame's rendering (`key − err`) or pass a neighbour. First/last paint
+    /// and render delays follow; stalls already counted keep their bracketed times (off by at
+    /// most the bracket).
+    pub fn refine(&mut self, key: f64, p: f64, res_ms: f64) {
         if !p.is_finite() {
             return;
         }
         let res = if res_ms.is_finite() && res_ms > 0.0 { res_ms } else { 0.0 };
-        let Some(i) = self.paints.iter().position(|b| b.t0 == b.t1 && b.err > res && (b.t0 - p).abs() <= b.err + res) else {
+        let Some(i) = self.paints.iter().position(|b| b.t0 == b.t1 && b.t0 == key && b.err > res && p >= key - b.err) else {
             return;
         };
         let (old, prev, next) = (self.paints[i].t0, self.paints.get(i.wrapping_sub(1)), self.paints.get(i + 1));
@@ -368,11 +372,15 @@ impl PaintTracker {
         }
     }
 
-    /// True once the stream ended and a non-empty paint came after its last arrival: the
-    /// browser layer may stop observing (or keep going for later re-renders; `result()` stays
-    /// correct either way).
+    /// True once the stream ended and a non-empty paint came after its last arrival that
+    /// shows the end of the text, as far as its probe tells (`stored`: what the latest paint
+    /// showed once anything was) (a probe found short of the end:
+    /// the app is still rendering a backlog — paint-compositor.spec.js's busy page rendered its
+    /// last tokens ~100 ms after the stream's end reached the SDK; no probe found: taken as
+    /// the end). The browser layer may stop observing then (or keep going for later
+    /// re-renders; `result()` stays correct either way).
     pub fn final_paint_seen(&self) -> bool {
-        self.ended && self.run_after.is_some() && self.last_len > 0
+        self.ended && self.run_after.is_some() && self.last_len > 0 && self.stored.probed.is_none_or(|p| p >= self.arrived)
     }
 
     /// Paint stalls so far (`count`, `network`, `render`, bounded `list`), starts relative to

@@ -192,8 +192,9 @@ impl Timeline {
         }
     }
 
-    /// A frame painted the observed element at `t` (± `err_ms`) with `len` chars of text,
-    /// ending with `probe` (the element's last few dozen chars; "" when unknown).
+    /// A frame painted the observed element at `t` (± `err_ms`) with `len` chars of text read
+    /// at `t − err_ms`, ending with `probe` (the element's last few dozen chars; "" when
+    /// unknown).
     pub fn on_paint(&mut self, t: f64, len: u32, err_ms: f64, probe: &str) {
         let chars = self.content.content_chars;
         // Where the probe should be, by the raw/rendered ratio at the last match: picks the

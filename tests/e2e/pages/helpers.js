@@ -115,7 +115,7 @@ export async function esStream(url, { types = [], closeOn = null, Ctor = EventSo
 export async function renderAnswer(kind, query, { renderOpts = {}, beforeFetch = null } = {}) {
   const { readDeltas, makeRenderer } = await import('/demo/renderers.js');
   const loafs = [];
-  const po = new PerformanceObserver((l) => loafs.push(...l.getEntries().map((e) => ({ startTime: e.startTime, duration: e.duration, renderStart: e.renderStart, paintTime: e.paintTime }))));
+  const po = new PerformanceObserver((l) => loafs.push(...l.getEntries().map((e) => ({ startTime: e.startTime, duration: e.duration, renderStart: e.renderStart, paintTime: e.paintTime, presentationTime: e.presentationTime }))));
   // Long Animation Frames are Chromium's; elsewhere observing them would only log a warning.
   if ((PerformanceObserver.supportedEntryTypes || []).includes('long-animation-frame')) po.observe({ type: 'long-animation-frame' });
   const el = document.createElement('div');
@@ -168,4 +168,59 @@ export function hookCoreExports() {
     return r instanceof WebAssembly.Instance ? wrap(r, a[0]) : wrap(r.instance, r.module);
   };
   return exports;
+}
+
+/**
+ * Compositor-truth tests (paint-compositor.spec.js): a fixed answer box and, elsewhere on the
+ * page, a CSS-only animation (a transform, run by the compositor: no main-thread frames of its
+ * own) so that every vsync produces a screencast frame. Returns the box's rectangle (CSS px).
+ */
+export function compositorStage() {
+  let stage = document.getElementById('stage');
+  if (!stage) {
+    const style = document.createElement('style');
+    style.textContent =
+      '@keyframes llmrum-spin { to { transform: rotate(360deg) } }' +
+      '#stage { position: fixed; left: 0; top: 0; width: 100vw; height: 100vh; background: #fff; z-index: 1 }' +
+      '#box { position: absolute; left: 8px; top: 8px; width: 600px; height: 400px; overflow: hidden; font: 11px/1.25 sans-serif; color: #000; background: #fff }' +
+      '#box h3, #box p, #box ul, #box pre { margin: 0 0 2px }' +
+      '#spinner { position: absolute; left: 8px; bottom: 8px; width: 24px; height: 24px; background: #c33; animation: llmrum-spin 1s linear infinite }';
+    stage = document.createElement('div');
+    stage.id = 'stage';
+    stage.innerHTML = '<div id="box"></div><div id="spinner"></div>';
+    document.head.append(style);
+    document.body.append(stage);
+  }
+  const box = document.getElementById('box');
+  box.textContent = ''; // empty before the recording starts: the truth's "empty box"
+  const r = box.getBoundingClientRect();
+  return { x: r.x, y: r.y, width: r.width, height: r.height };
+}
+
+/**
+ * One answer rendered by `kind` into a fresh element in the stage's box, observed by the SDK.
+ * `busyMs`: the page's own chunk handler runs that long before it renders each token. Returns
+ * the record, the request start on the page clock and the page's time origin.
+ */
+export async function compositorAnswer(kind, query, { renderOpts = {}, busyMs = 0 } = {}) {
+  const { readDeltas, makeRenderer, block } = await import('/demo/renderers.js');
+  const el = document.createElement('div');
+  document.getElementById('box').append(el);
+  const before = window.__records.length;
+  const undo = window.__rum.observe(el);
+  const res = await fetch('/v1/chat/completions?' + query, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'default', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  const r = makeRenderer(kind, el, renderOpts);
+  await readDeltas(res, (d) => {
+    if (busyMs) block(busyMs);
+    r.push(d);
+  });
+  r.end();
+  const rec = await waitRecord((x, i) => i >= before, 8000);
+  await new Promise((res) => setTimeout(res, 150)); // the frames after the last paint
+  undo();
+  return { rec, start: rec.startEpochMs - performance.timeOrigin, timeOrigin: performance.timeOrigin };
 }
