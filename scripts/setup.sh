@@ -3,9 +3,10 @@
 # the wasm target, wasm-bindgen-cli at the crate's pinned version, the three engines the tests
 # run in — Chromium + chromedriver, Firefox ESR + geckodriver (crates.io), WebKitGTK's
 # WebKitWebDriver + MiniBrowser with Xvfb (Debian packages) — nginx (the collector's proxy
-# test), prometheus with promtool (the collector's Prometheus test), the npm dev dependencies
-# (Playwright library, selenium-webdriver, binaryen's wasm-opt), the toolchain test's pinned
-# bundlers (tests/toolchains) and the real-UI test's chat libraries (tests/realui). No browser
+# test), prometheus with promtool (the collector's Prometheus test), clickhouse-server (the
+# collector's ClickHouse tests), the npm dev dependencies (Playwright library,
+# selenium-webdriver, binaryen's wasm-opt), the toolchain test's pinned bundlers
+# (tests/toolchains) and the real-UI test's chat libraries (tests/realui). No browser
 # downloads: Playwright drives the system Chromium,
 # W3C WebDriver the others.
 set -euo pipefail
@@ -30,7 +31,8 @@ fi
 # MiniBrowser it drives); Xvfb + xauth for xvfb-run (MiniBrowser has no headless mode); nginx
 # (the collector's proxy test puts a real one in front of it); prometheus and promtool (the
 # collector's Prometheus test scrapes two collectors with a real one and checks the generated
-# alerting rules with promtool).
+# alerting rules with promtool), clickhouse-server (the collector's ClickHouse store is tested
+# against a real one: Debian's 18.16).
 need=()
 [ -x /usr/bin/chromium ] || need+=(chromium)
 [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
@@ -40,6 +42,7 @@ need=()
 [ -x /usr/bin/xauth ] || need+=(xauth)
 { [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1; } || need+=(nginx)
 { command -v prometheus && command -v promtool; } >/dev/null 2>&1 || need+=(prometheus)
+[ -x /usr/sbin/clickhouse-server ] || need+=(clickhouse-server)
 if [ ${#need[@]} -gt 0 ]; then
   say "installing ${need[*]} from apt"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

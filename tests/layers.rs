@@ -2,6 +2,8 @@
 //! folder importing from a stage after it. Each `crate::core::<unit>` path in a file (in `use`
 //! lines or inline) is an arrow from the file's unit to `<unit>`; `super::` is only allowed as
 //! `use super::*` in test modules, so every other arrow is spelled out and seen here.
+//! The collector's library (`collector/src`, its `crate::` paths) is held to the same rule: no
+//! import circle between its files.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -27,12 +29,17 @@ fn code(text: &str) -> String {
 }
 
 /// `crate::core::a::b::{c, d}` → the files (`a/b`, `a/b/c`, …) a path can name; resolved below
-/// against the files that exist.
-fn targets(code: &str) -> Vec<Vec<String>> {
+/// against the files that exist. `prefix`: `crate::core::` (the core) or `crate::` (the collector).
+fn targets(code: &str, prefix: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     let mut rest = code;
-    while let Some(i) = rest.find("crate::core::") {
-        rest = &rest[i + "crate::core::".len()..];
+    while let Some(i) = rest.find(prefix) {
+        // `crate::` inside a longer word (`some_crate::`) is not this crate.
+        let word_before = rest[..i].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_');
+        rest = &rest[i + prefix.len()..];
+        if word_before {
+            continue;
+        }
         let mut path = Vec::new();
         for seg in rest.split("::") {
             let id: String = seg.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
@@ -62,9 +69,16 @@ fn module_of(rel: &Path) -> String {
 }
 
 fn graph() -> Graph {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/core");
+    graph_of(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src/core"), "crate::core::")
+}
+
+/// The import graph of the files under `root`, whose paths start with `prefix`.
+fn graph_of(root: &Path, prefix: &str) -> Graph {
+    let root = root.to_path_buf();
     let mut paths = Vec::new();
     rust_files(&root, &mut paths);
+    // The collector's binaries are crates of their own.
+    paths.retain(|p| !p.strip_prefix(&root).unwrap().starts_with("bin"));
     let modules: BTreeSet<String> = paths.iter().map(|p| module_of(p.strip_prefix(&root).unwrap())).collect();
     let mut files = BTreeMap::new();
     for p in &paths {
@@ -72,13 +86,16 @@ fn graph() -> Graph {
         let text = code(&fs::read_to_string(p).unwrap());
         for line in text.lines() {
             let t = line.trim();
-            assert!(!t.contains("super::") || t == "use super::*;", "{from}: spell out `crate::core::` paths instead of `{t}`");
+            assert!(!t.contains("super::") || t == "use super::*;", "{from}: spell out `{prefix}` paths instead of `{t}`");
         }
         let mut to = BTreeSet::new();
-        for path in targets(&text) {
+        for path in targets(&text, prefix) {
+            if path.is_empty() {
+                continue; // an item of the crate root (lib.rs)
+            }
             // The longest prefix of the path that is a file (a folder's `mod.rs` included).
             let found = (1..=path.len()).rev().map(|n| path[..n].join("/")).find(|m| modules.contains(m));
-            let target = found.unwrap_or_else(|| panic!("{from}: crate::core::{} names no file", path.join("::")));
+            let target = found.unwrap_or_else(|| panic!("{from}: {prefix}{} names no file", path.join("::")));
             if target != from {
                 to.insert(target);
             }
@@ -121,6 +138,19 @@ fn no_import_circles_between_files() {
     for node in g.files.keys() {
         if let Some(c) = cycle(&g.files, node, &mut Vec::new(), &mut done) {
             panic!("import circle: {}", c.join(" → "));
+        }
+    }
+}
+
+#[test]
+fn the_collector_has_no_import_circle() {
+    let g = graph_of(&Path::new(env!("CARGO_MANIFEST_DIR")).join("collector/src"), "crate::");
+    assert!(g.files.contains_key("store") && g.files.contains_key("store/clickhouse/query"), "found the collector's files");
+    assert!(g.files["store"].contains("store/clickhouse"), "arrows are seen: {:?}", g.files["store"]);
+    let mut done = BTreeSet::new();
+    for node in g.files.keys() {
+        if let Some(c) = cycle(&g.files, node, &mut Vec::new(), &mut done) {
+            panic!("collector import circle: {}", c.join(" → "));
         }
     }
 }

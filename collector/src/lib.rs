@@ -1,44 +1,38 @@
-//! llm-rum-collector: receives llm-rum beacons, stores them in SQLite, answers percentile
-//! queries, evaluates budgets into alerts, and serves a dashboard.
+//! llm-rum-collector: receives llm-rum beacons, stores them in SQLite (or ClickHouse, past one
+//! machine), answers percentile queries, evaluates budgets into alerts, and serves a dashboard.
 //!
-//! Modules, one owner each: `cli` (flags and config file), `ingest` (decode/validate beacons),
-//! `keys` (the safe character set of names that become keys), `raw` (what is kept of a record
-//! as received), `clock` (client clock skew, the accepted time window), `proxy` (the client
-//! behind trusted proxies), `store` (the group-committing writer, its health), `schema`
-//! (tables and migrations), `retention` (bounded deletes, incremental vacuum), `agg` (what
-//! records add up to: counts and log-histogram sketches), `rollup` (per-period aggregates the
-//! writer keeps), `samples` (records read back as contributions), `plan` (which rollups and
-//! records answer a window), `pool` (read connections, the alert engine's own, query budgets),
-//! `query` (summary/timeseries/histogram), `alerts` (budget engine, pure), `metrics` (the
-//! Prometheus exposition), `rules` (Prometheus alerting rules from budgets), `dashboard` (the embedded page),
-//! `http` (routes, CORS, rate limit, security headers), `serve` (connections: accept loop,
-//! cap, timeouts), `counters` (what was refused or closed, and why), `log` (logging that
-//! cannot stop the collector), `client` (a minimal HTTP/1.1 client for the tests and the load
-//! generator), `rng` (their PRNG).
+//! The tree, by role (one owner per file; no import circle between files, tests/layers.rs):
+//!
+//! - `ingest/`: decoding and validating beacons (`mod`), the safe character set of names that
+//!   become keys (`keys`), what is kept of a record as received (`raw`), client clock skew and
+//!   the accepted time window (`clock`).
+//! - `store/`: the storage seam (`mod`: what the collector asks of its store) and the two
+//!   stores behind it. `sqlite/`: the group-committing writer and its health (`mod`), tables
+//!   and migrations (`schema`), bounded deletes (`retention`), per-period aggregates the
+//!   writer keeps (`rollup`), records read back as contributions (`samples`), read connections
+//!   and query budgets (`pool`). `clickhouse/`: its HTTP client (`http`), schema (`schema.sql`),
+//!   rows (`rows`), the on-disk spool (`spool`), its reads (`query`), the writer (`mod`).
+//! - `query/`: what records add up to (`agg`: the metric table, counts and sketches), which
+//!   rollups and records answer a window (`plan`), the reads over SQLite (`mod`:
+//!   summary/timeseries/histogram).
+//! - `alerts/`: the budget engine, pure (`mod`), Prometheus alerting rules from budgets
+//!   (`rules`).
+//! - `serve/`: connections (`mod`: accept loop, cap, timeouts), routes, CORS, rate limit,
+//!   security headers (`http`), the client behind trusted proxies (`proxy`), the embedded
+//!   dashboard (`dashboard`).
+//! - `metrics/`: the Prometheus exposition (`mod`), what was refused or closed, and why
+//!   (`counters`).
+//! - `cli` (flags and config file), `log` (logging that cannot stop the collector).
+//!
+//! Not shipped here: the tests' and load generator's HTTP client and PRNG (`testkit/`), the
+//! load generator (`loadgen/`).
 
-pub mod agg;
 pub mod alerts;
 pub mod cli;
-pub mod client;
-pub mod clock;
-pub mod counters;
-pub mod dashboard;
-pub mod http;
 pub mod ingest;
-pub mod keys;
 pub mod log;
 pub mod metrics;
-pub mod plan;
-pub mod pool;
-pub mod proxy;
 pub mod query;
-pub mod raw;
-pub mod retention;
-pub mod rng;
-pub mod rollup;
-pub mod rules;
-pub mod samples;
-pub mod schema;
 pub mod serve;
 pub mod store;
 
@@ -51,30 +45,50 @@ use tokio::net::TcpListener;
 /// A running collector: its address and the tasks serving it.
 pub struct Running {
     pub addr: SocketAddr,
-    pub state: http::Shared,
+    pub state: serve::http::Shared,
 }
 
 /// Opens the store, binds, and starts serving, evaluating alerts and ticking the writer's
 /// maintenance on the current runtime.
 pub async fn start(cfg: cli::Config) -> Result<Running, String> {
-    let counters = Arc::new(counters::Counters::default());
+    let counters = Arc::new(metrics::counters::Counters::default());
     let retain_ms = (cfg.retain_days > 0.0).then_some(cfg.retain_days * 86_400_000.0);
     let metrics = Arc::new(metrics::Metrics::new(&cfg));
-    let st = store::Store::open(
-        &cfg.db,
-        cfg.sync,
-        store::WriterConfig {
-            retain_ms,
-            counters: counters.clone(),
-            metrics: Some(metrics.clone()),
-        },
-    )?;
-    let pool = pool::Pool::open(
-        &cfg.db,
-        cfg.read_connections,
-        Duration::from_secs_f64(cfg.query_budget_s),
-    )
-    .map_err(|e| format!("open readers: {e}"))?;
+    let storage = match &cfg.clickhouse {
+        None => {
+            let store = store::sqlite::Store::open(
+                &cfg.db,
+                cfg.sync,
+                store::sqlite::WriterConfig {
+                    retain_ms,
+                    counters: counters.clone(),
+                    metrics: Some(metrics.clone()),
+                },
+            )?;
+            let pool = store::sqlite::pool::Pool::open(
+                &cfg.db,
+                cfg.read_connections,
+                Duration::from_secs_f64(cfg.query_budget_s),
+            )
+            .map_err(|e| format!("open readers: {e}"))?;
+            store::Storage::Sqlite {
+                store,
+                pool: Arc::new(pool),
+            }
+        }
+        Some(target) => store::Storage::ClickHouse(
+            store::clickhouse::ClickHouse::open(store::clickhouse::Settings {
+                target: target.clone(),
+                spool_dir: cfg.spool.clone(),
+                spool_max_bytes: (cfg.spool_max_mb * 1_048_576.0) as u64,
+                query_budget: Duration::from_secs_f64(cfg.query_budget_s),
+                retain_ms,
+                counters: counters.clone(),
+                metrics: Some(metrics.clone()),
+            })
+            .await?,
+        ),
+    };
     let engine = alerts::Engine::new(
         cfg.budgets.clone(),
         cfg.alert_window_s * 1000.0,
@@ -91,7 +105,7 @@ pub async fn start(cfg: cli::Config) -> Result<Running, String> {
     };
     tracing::info!(
         %addr,
-        db = %cfg.db.display(),
+        store = %cfg.clickhouse.as_ref().map_or(format!("sqlite {}", cfg.db.display()), |t| format!("clickhouse {}/{}", t.base, t.database)),
         max_connections = limits.max_connections,
         header_timeout_s = cfg.header_timeout_s,
         body_timeout_s = cfg.body_timeout_s,
@@ -101,11 +115,15 @@ pub async fn start(cfg: cli::Config) -> Result<Running, String> {
         "collector starting"
     );
     let registry = Arc::new(serve::Registry::new(limits, counters.clone()));
-    metrics.collect_collector(counters.clone(), st.clone(), registry.clone());
-    let state = Arc::new(http::AppState::new(
+    let up = storage.clone();
+    metrics.collect_collector(
+        counters.clone(),
+        Box::new(move || up.health().status != "failing"),
+        registry.clone(),
+    );
+    let state = Arc::new(serve::http::AppState::new(
         cfg,
-        st,
-        pool,
+        storage,
         engine,
         metrics,
         counters,
@@ -114,16 +132,16 @@ pub async fn start(cfg: cli::Config) -> Result<Running, String> {
     ));
     tokio::spawn(serve::serve(
         listener,
-        http::router(state.clone()),
+        serve::http::router(state.clone()),
         registry,
     ));
-    tokio::spawn(http::alert_loop(state.clone()));
-    let store = state.store.clone();
+    tokio::spawn(serve::http::alert_loop(state.clone()));
+    let store = state.storage.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             tick.tick().await;
-            store.tick();
+            store.tick().await;
         }
     });
     Ok(Running { addr, state })

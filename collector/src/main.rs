@@ -17,9 +17,9 @@ fn main() {
         // `rules`: the same flags (or --config), printed as Prometheus alerting rules.
         match cli::parse(&args[1..]) {
             Ok(cli::Parsed::Help) => {
-                let _ = std::io::stdout().write_all(cli::HELP.as_bytes());
+                let _ = std::io::stdout().write_all(cli::help().as_bytes());
             }
-            Ok(cli::Parsed::Run(c)) => match llm_rum_collector::rules::render(&c) {
+            Ok(cli::Parsed::Run(c)) => match llm_rum_collector::alerts::rules::render(&c) {
                 Ok(y) => {
                     let _ = std::io::stdout().write_all(y.as_bytes());
                 }
@@ -31,7 +31,7 @@ fn main() {
     }
     let cfg = match cli::parse(&args) {
         Ok(cli::Parsed::Help) => {
-            let _ = std::io::stdout().write_all(cli::HELP.as_bytes());
+            let _ = std::io::stdout().write_all(cli::help().as_bytes());
             return;
         }
         Ok(cli::Parsed::Run(c)) => c,

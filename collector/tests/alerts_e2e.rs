@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use llm_rum_collector::client::Conn;
+use llm_rum_collector_testkit::client::Conn;
 use serde_json::Value;
 
 async fn send(conn: &mut Conn, id: &str, ttft: f64) {

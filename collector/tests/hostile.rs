@@ -9,7 +9,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
-use llm_rum_collector::client::{self, Conn};
+use llm_rum_collector_testkit::client::{self, Conn};
 use llm_rum_demo::nginx::Nginx;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -270,7 +270,7 @@ async fn the_largest_accepted_values_leave_every_api_working_across_restarts() {
     let old = TempDir::new("overflow-old");
     {
         let c = rusqlite::Connection::open(old.db()).unwrap();
-        c.execute_batch(llm_rum_collector::schema::BASELINE)
+        c.execute_batch(llm_rum_collector::store::sqlite::schema::BASELINE)
             .unwrap();
         for d in [i64::MAX, 1] {
             c.execute(
@@ -770,7 +770,7 @@ async fn unknown_fields_are_kept_to_1_kib() {
         .query_row("SELECT raw FROM records", [], |r| r.get(0))
         .unwrap();
     assert!(
-        raw.len() <= llm_rum_collector::raw::RAW_MAX,
+        raw.len() <= llm_rum_collector::ingest::raw::RAW_MAX,
         "{}",
         raw.len()
     );

@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use llm_rum_collector::cli::Config;
-use llm_rum_collector::client;
+use llm_rum_collector_testkit::client;
 use serde_json::{json, Value};
 
 async fn start(cfg: Config) -> std::net::SocketAddr {

@@ -88,7 +88,7 @@ impl Prometheus {
     /// An instant query through the HTTP API: the result vector.
     async fn query(&self, q: &str) -> Vec<Value> {
         let path = format!("/api/v1/query?query={}", encode(q));
-        let r = llm_rum_collector::client::request(self.addr, "GET", &path, &[], b"")
+        let r = llm_rum_collector_testkit::client::request(self.addr, "GET", &path, &[], b"")
             .await
             .expect("prometheus query");
         let v = r.json();

@@ -11,8 +11,8 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use llm_rum_collector::rng::Rng;
-use llm_rum_collector::{clock, ingest};
+use llm_rum_collector_testkit::rng::Rng;
+use llm_rum_collector::ingest::{self, clock};
 use serde_json::{json, Value};
 
 const MIN: f64 = 60_000.0;
@@ -59,7 +59,7 @@ async fn store(run: &llm_rum_collector::Running, recs: &[Value]) {
     for chunk in recs.chunks(40) {
         let b = ingest::decode(beacon(chunk.to_vec()).to_string().as_bytes()).expect("valid");
         run.state
-            .store
+            .storage
             .write(b, None, now_ms() as i64, clock::Admitted::default())
             .await
             .expect("stored");
@@ -446,7 +446,7 @@ async fn a_database_from_before_rollups_gets_them_built() {
     let run = llm_rum_collector::start(config(&old)).await.expect("migrated");
     let c = rusqlite::Connection::open(&old).unwrap();
     let v: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-    assert_eq!(v, llm_rum_collector::schema::VERSION);
+    assert_eq!(v, llm_rum_collector::store::sqlite::schema::VERSION);
     // A collector of schema 1 never stored `upstreamBuffered`: after the migrations, none.
     let recs: Vec<Value> = recs
         .into_iter()

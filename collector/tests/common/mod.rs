@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use llm_rum_collector::cli::Config;
-use llm_rum_collector::client::{self, Resp};
+use llm_rum_collector_testkit::client::{self, Resp};
 use serde_json::{json, Value};
 
 pub struct TempDir(pub PathBuf);
@@ -230,3 +230,4 @@ impl Drop for Proc {
         self.kill9();
     }
 }
+pub mod clickhouse;

@@ -233,7 +233,7 @@ impl LogHistogram {
     }
 }
 
-/// Merging and storage, for the collector's rollups (collector/src/rollup.rs): many sketches of
+/// Merging and storage, for the collector's rollups (collector/src/store/sqlite/rollup.rs): many sketches of
 /// the same parameters add up to the sketch of all their samples, so a window's percentiles
 /// come from merging per-minute sketches instead of re-reading every value.
 impl LogHistogram {

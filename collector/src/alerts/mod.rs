@@ -11,6 +11,9 @@
 //! The engine is a pure function of (records via `Source`, now): time is passed in, never read,
 //! so tests drive it with synthetic clocks and in-memory records.
 
+pub mod rules;
+
+
 use serde::Serialize;
 
 use crate::query::is_metric;
@@ -73,7 +76,7 @@ pub fn parse_budget(s: &str) -> Result<Budget, String> {
         _ if scope.is_empty() => None,
         Some(("model", m)) if !m.is_empty() && !m.contains(char::is_whitespace) => {
             // As ingest stores it, so the filter matches the stored model.
-            Some(crate::keys::safe_key(m, 256))
+            Some(crate::ingest::keys::safe_key(m, 256))
         }
         _ => return Err(err()),
     };
@@ -145,6 +148,7 @@ pub enum Event {
     Resolved(u64),
 }
 
+#[derive(Clone)]
 pub struct Engine {
     pub budgets: Vec<Budget>,
     pub window_ms: f64,

@@ -8,9 +8,14 @@
 //! are bounded by `MAX_MS`. This code must never panic on any input: it only uses checked
 //! accessors on `serde_json::Value`, whose parser bounds nesting depth (no stack overflow).
 
+pub mod clock;
+pub mod keys;
+pub mod raw;
+
+
 use serde_json::{Map, Value};
 
-use crate::keys::safe_key;
+use crate::ingest::keys::safe_key;
 
 /// Largest accepted body. The SDK splits payloads at 60 KiB; 64 KiB is the browsers'
 /// keepalive/sendBeacon quota, so nothing legitimate is bigger.
@@ -291,7 +296,7 @@ fn decode_record(o: &Map<String, Value>, at: &str) -> Result<Row, String> {
         hidden: opt_bool(o, "hidden", at)?,
         marks,
         stages,
-        raw: crate::raw::bounded(o),
+        raw: crate::ingest::raw::bounded(o),
         outcome,
         id,
     })
@@ -576,7 +581,7 @@ mod tests {
         }
     }
 
-    use crate::rng::Rng;
+    use llm_rum_collector_testkit::rng::Rng;
 
     fn is_key(s: &str) -> bool {
         s.bytes()
@@ -629,7 +634,7 @@ mod tests {
             {
                 assert!(is_key(k), "{k}");
             }
-            assert!(r.raw.len() <= crate::raw::RAW_MAX);
+            assert!(r.raw.len() <= crate::ingest::raw::RAW_MAX);
         }
     }
 

@@ -19,11 +19,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use llm_rum_collector::client::Conn;
-use llm_rum_collector::rng::Rng;
+use llm_rum_collector_testkit::client::Conn;
+use llm_rum_collector_testkit::rng::Rng;
 use serde_json::{json, Value};
 
-use super::{cpu_s, spawn_collector, temp_dir, written_bytes, Args};
+use super::{cpu_s, spawn_collector, temp_dir, written_bytes, Args, Ch};
 
 const ROUTES: [&str; 4] = [
     "/v1/chat/completions",
@@ -83,6 +83,7 @@ pub fn run(a: &Args, rt: &tokio::runtime::Runtime) {
     // Up to 29 days: inside the collector's default 30-day retention, so nothing is deleted.
     let window_s: f64 = a.num::<f64>("--window", "3600").clamp(60.0, 29.0 * 86_400.0);
     let reads_only = a.0.iter().any(|x| x == "--reads-only");
+    let ch = Ch::of(a);
     let keep = a.0.iter().any(|x| x == "--keep") || reads_only;
     let dir = temp_dir("fill");
     let db = PathBuf::from(a.get("--db", &dir.join("fill.db").display().to_string()));
@@ -95,14 +96,20 @@ pub fn run(a: &Args, rt: &tokio::runtime::Runtime) {
         load()
     );
     // The window the reads look at: where the fill put (or put) the records.
-    let window_end: f64 = if reads_only {
+    let window_end: f64 = if let (true, Some(ch)) = (reads_only, &ch) {
+        rt.block_on(ch.query(&format!("SELECT max(start_ms) FROM {}.records", ch.db)))
+            .trim()
+            .parse::<f64>()
+            .expect("records")
+            + 1.0
+    } else if reads_only {
         let c = rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .expect("open db");
         c.query_row("SELECT MAX(start_ms) FROM records", [], |r| r.get::<_, f64>(0))
             .expect("records")
             + 1.0
     } else {
-        let end = llm_rum_collector::clock::now_ms();
+        let end = llm_rum_collector::ingest::clock::now_ms();
         let (cpu0, w0) = (cpu_s(child.id()), written_bytes(child.id()));
         rt.block_on(fill(a, addr, n, end - window_s * 1000.0, window_s * 1000.0));
         println!(
@@ -122,9 +129,22 @@ pub fn run(a: &Args, rt: &tokio::runtime::Runtime) {
             std::fs::metadata(&db).map(|m| m.len() as f64 / 1048576.0).unwrap_or(0.0)
         );
     }
+    if let Some(ch) = &ch {
+        let (n, disk, raw) = rt.block_on(ch.sizes());
+        println!(
+            "ClickHouse {}.records: {n} records, {:.1} MiB on disk: {:.0} bytes per record ({:.0} uncompressed)",
+            ch.db,
+            disk / 1048576.0,
+            disk / n.max(1) as f64,
+            raw / n.max(1) as f64
+        );
+    }
     rt.block_on(reads(a, addr, from, window_end));
     if a.0.iter().any(|x| x == "--exact") {
-        rt.block_on(exact(addr, &db, from));
+        match &ch {
+            Some(ch) => rt.block_on(exact_ch(addr, ch, from)),
+            None => rt.block_on(exact(addr, &db, from)),
+        }
     }
     let _ = child.kill();
     let _ = child.wait();
@@ -351,6 +371,41 @@ async fn exact(addr: SocketAddr, db: &std::path::Path, from: f64) {
         "exact",
         line.join(", "),
         worst.1,
+        t.elapsed().as_secs_f64()
+    );
+}
+
+/// ClickHouse's t-digest percentiles (the summary's) against exact ones computed by ClickHouse
+/// over the same records (`quantilesExact`: the value at rank ⌊q·n⌋ + 1): the relative error, and
+/// the rank error (the share of values ≤ the answer, minus q) that the stated bound is about.
+async fn exact_ch(addr: SocketAddr, ch: &Ch, from: f64) {
+    let from_m = (from / 60_000.0).floor() * 60_000.0;
+    let (_, status, s) = timed(addr, &format!("/api/summary?from={from_m}"), Duration::from_secs(600)).await;
+    let t = Instant::now();
+    let mut line = Vec::new();
+    for (metric, column) in [("ttft", "ttft"), ("perceivedTtft", "perceived_ttft"), ("total", "total"), ("itl.p95", "itl_p95")] {
+        let mut worst = (0.0f64, 0.0f64);
+        for (k, q) in [("p50", 0.5), ("p75", 0.75), ("p95", 0.95), ("p99", 0.99)] {
+            let Some(got) = s["metrics"][metric][k].as_f64() else { continue };
+            let r = ch
+                .query(&format!(
+                    "SELECT quantileExact({q})({column}), countIf({column} <= {got}) / count({column}) \
+                     FROM {}.records FINAL WHERE start_ms >= {from_m} AND {column} IS NOT NULL",
+                    ch.db
+                ))
+                .await;
+            let v: Vec<f64> = r.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+            if let [want, share] = v[..] {
+                worst.0 = worst.0.max((got - want).abs() / want.abs().max(1e-9));
+                worst.1 = worst.1.max((share - q).abs());
+            }
+        }
+        line.push(format!("{metric} {:.2} % of value, {:.3} % of rank", worst.0 * 100.0, worst.1 * 100.0));
+    }
+    println!(
+        "  {:<20} HTTP {status} largest error of p50/p75/p95/p99 vs exact: {} (exact computed in {:.0} s)",
+        "exact",
+        line.join("; "),
         t.elapsed().as_secs_f64()
     );
 }

@@ -10,20 +10,40 @@ use llm_rum::core::request::histogram::{get_varint, put_varint, LogHistogram};
 
 use crate::ingest::Row;
 
-/// Metric name (the record's key, DESIGN.md §1) → its `records` column.
-pub const METRICS: &[(&str, &str)] = &[
-    ("ttft", "ttft"),
-    ("ttfp", "ttfp"),
-    ("perceivedTtft", "perceived_ttft"),
-    ("total", "total"),
-    ("perceivedTotal", "perceived_total"),
-    ("tpot", "tpot"),
-    ("itl.p50", "itl_p50"),
-    ("itl.p95", "itl_p95"),
-    ("itl.max", "itl_max"),
-    ("renderDelay.p95", "render_delay_p95"),
-    ("stalls.count", "stalls_count"),
-    ("stalls.totalMs", "stalls_total_ms"),
+/// One metric: its name (the record's key, DESIGN.md §1: what budgets, the API and the
+/// dashboard say), its column (in SQLite's and ClickHouse's `records`), its value in a decoded
+/// record, and its histogram on `/metrics` (family, help; `None`: not exported as one).
+pub struct Metric {
+    pub name: &'static str,
+    pub column: &'static str,
+    pub value: fn(&Row) -> Option<f64>,
+    pub histogram: Option<(&'static str, &'static str)>,
+}
+
+/// The one metric table: every list of metrics (the sketches of an aggregate, the stored
+/// columns, the reads, the ClickHouse rows, the Prometheus families and the rules generated
+/// from budgets) derives from it, in this order.
+pub const METRICS: [Metric; N_METRICS] = [
+    Metric { name: "ttft", column: "ttft", value: |r| r.ttft,
+             histogram: Some(("llm_rum_ttft_seconds", "time to the first token (network)")) },
+    Metric { name: "ttfp", column: "ttfp", value: |r| r.ttfp,
+             histogram: Some(("llm_rum_ttfp_seconds", "time to the first painted text")) },
+    Metric { name: "perceivedTtft", column: "perceived_ttft", value: |r| r.perceived_ttft,
+             histogram: Some(("llm_rum_perceived_ttft_seconds", "first painted text, from the user's action")) },
+    Metric { name: "total", column: "total", value: |r| r.total,
+             histogram: Some(("llm_rum_total_seconds", "start to the last token")) },
+    Metric { name: "perceivedTotal", column: "perceived_total", value: |r| r.perceived_total,
+             histogram: Some(("llm_rum_perceived_total_seconds", "the user's action to the last painted text")) },
+    Metric { name: "tpot", column: "tpot", value: |r| r.tpot,
+             histogram: Some(("llm_rum_tpot_seconds", "time per output token")) },
+    Metric { name: "itl.p50", column: "itl_p50", value: |r| r.itl_p50, histogram: None },
+    Metric { name: "itl.p95", column: "itl_p95", value: |r| r.itl_p95,
+             histogram: Some(("llm_rum_itl_p95_seconds", "per answer: 95th percentile of the inter-token gaps")) },
+    Metric { name: "itl.max", column: "itl_max", value: |r| r.itl_max, histogram: None },
+    Metric { name: "renderDelay.p95", column: "render_delay_p95", value: |r| r.render_delay_p95,
+             histogram: Some(("llm_rum_render_delay_p95_seconds", "per answer: 95th percentile of arrival-to-paint delay")) },
+    Metric { name: "stalls.count", column: "stalls_count", value: |r| r.stalls_count.map(|c| c as f64), histogram: None },
+    Metric { name: "stalls.totalMs", column: "stalls_total_ms", value: |r| r.stalls_total_ms, histogram: None },
 ];
 pub const N_METRICS: usize = 12;
 
@@ -45,7 +65,7 @@ pub const N_STAGES: usize = 6;
 pub const MAX_SERVER_STAGES: usize = 16;
 
 pub fn metric_index(name: &str) -> Option<usize> {
-    METRICS.iter().position(|(n, _)| *n == name)
+    METRICS.iter().position(|m| m.name == name)
 }
 
 /// The marks as stored (`ingest::MARKS` order) → the six client stages. A stage is known when
@@ -91,20 +111,7 @@ impl Sample {
             outcome: r.outcome.clone(),
             route: r.route.clone(),
             model: r.model.clone(),
-            metrics: [
-                r.ttft,
-                r.ttfp,
-                r.perceived_ttft,
-                r.total,
-                r.perceived_total,
-                r.tpot,
-                r.itl_p50,
-                r.itl_p95,
-                r.itl_max,
-                r.render_delay_p95,
-                r.stalls_count.map(|c| c as f64),
-                r.stalls_total_ms,
-            ],
+            metrics: std::array::from_fn(|i| (METRICS[i].value)(r)),
             stages: stages_of(&r.marks),
             stalls_count: r.stalls_count,
             stalls_network: r.stalls_network,

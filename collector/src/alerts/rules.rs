@@ -19,7 +19,7 @@
 
 use crate::alerts::Budget;
 use crate::cli::Config;
-use crate::metrics::HISTOGRAMS;
+use crate::metrics::histograms;
 
 /// The alert's name: `LlmRum` + metric + quantile + limit, e.g. `LlmRumPerceivedTtftP95Over1000ms`
 /// (letters, digits and `_` only).
@@ -92,8 +92,8 @@ pub fn render(cfg: &Config) -> Result<String, String> {
     );
     let mut names = std::collections::HashSet::new();
     for b in &cfg.budgets {
-        let Some((_, family, _)) = HISTOGRAMS.iter().find(|(m, _, _)| *m == b.metric) else {
-            let with: Vec<&str> = HISTOGRAMS.iter().map(|(m, _, _)| *m).collect();
+        let Some((_, family, _)) = histograms().into_iter().find(|(m, _, _)| *m == b.metric) else {
+            let with: Vec<&str> = histograms().into_iter().map(|(m, _, _)| m).collect();
             return Err(format!(
                 "budget {:?}: {} has no histogram on /metrics, so Prometheus cannot evaluate it (budgets it can: {})",
                 b.text,

@@ -54,7 +54,7 @@ pub fn delete_batch(c: &mut Connection, cutoff_ms: i64, limit: usize) -> rusqlit
         "DELETE FROM beacons WHERE id IN (SELECT id FROM beacons WHERE received_ms < ?1 ORDER BY received_ms LIMIT ?2)",
         rusqlite::params![cutoff_ms, limit],
     )?;
-    let rollups = crate::rollup::delete_before(&tx, cutoff_ms, limit as usize)?;
+    let rollups = crate::store::sqlite::rollup::delete_before(&tx, cutoff_ms, limit as usize)?;
     tx.commit()?;
     Ok(Deleted {
         records,

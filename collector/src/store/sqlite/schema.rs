@@ -102,8 +102,8 @@ const MIGRATIONS: &[Migration] = &[
     // 2 (issue 12): rollups (per-minute/hour/day aggregates with log-histogram sketches) and
     // beacon rollups; the records already stored are rolled up in the same transaction.
     Migration {
-        sql: crate::rollup::SCHEMA,
-        then: Some(crate::rollup::backfill),
+        sql: crate::store::sqlite::rollup::SCHEMA,
+        then: Some(crate::store::sqlite::rollup::backfill),
     },
     // 3 (issue 16): the record's `upstreamBuffered` (a proxy or compression held the text
     // back), counted next to the UI's own `buffered`. Rollup rows count it from format 2 of

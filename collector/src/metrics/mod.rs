@@ -4,7 +4,7 @@
 //! which is how latency SLOs are usually run, and `rules` turns budgets into its alerts.
 //!
 //! Families (times in seconds, the Prometheus base unit):
-//! * `llm_rum_<metric>_seconds{route, model, outcome}` histograms of `HISTOGRAMS`;
+//! * `llm_rum_<metric>_seconds{route, model, outcome}` histograms of `histograms()`;
 //! * `llm_rum_answers_total{route, model, outcome}`, `llm_rum_stalls_total{route, model, cause}`,
 //!   `llm_rum_buffered_answers_total{route, model}` (the UI held the text back),
 //!   `llm_rum_upstream_buffered_answers_total{route, model}` (a proxy or compression did),
@@ -33,6 +33,9 @@
 //! `--metrics-max-models` have been seen; every other one is `other`. Values are safe keys
 //! (`keys::safe_key`: no quote, backslash or newline), which the text format needs.
 
+pub mod counters;
+
+
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
@@ -48,23 +51,20 @@ use prometheus_client::registry::Registry;
 use llm_rum::core::record::genai::CHUNK_BUCKETS_S;
 
 use crate::cli::Config;
-use crate::counters::Counters;
+use crate::metrics::counters::Counters;
 use crate::ingest::Row;
 
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-/// Budget metric → histogram family. The metrics a budget can name that are not here
-/// (`itl.p50`, `itl.max`, `stalls.*`) have no histogram: `rules` says so.
-pub const HISTOGRAMS: &[(&str, &str, &str)] = &[
-    ("ttft", "llm_rum_ttft_seconds", "time to the first token (network)"),
-    ("ttfp", "llm_rum_ttfp_seconds", "time to the first painted text"),
-    ("perceivedTtft", "llm_rum_perceived_ttft_seconds", "first painted text, from the user's action"),
-    ("total", "llm_rum_total_seconds", "start to the last token"),
-    ("perceivedTotal", "llm_rum_perceived_total_seconds", "the user's action to the last painted text"),
-    ("tpot", "llm_rum_tpot_seconds", "time per output token"),
-    ("itl.p95", "llm_rum_itl_p95_seconds", "per answer: 95th percentile of the inter-token gaps"),
-    ("renderDelay.p95", "llm_rum_render_delay_p95_seconds", "per answer: 95th percentile of arrival-to-paint delay"),
-];
+/// Budget metric → histogram family and help, from the metric table (`agg::METRICS`). The
+/// metrics a budget can name that have none (`itl.p50`, `itl.max`, `stalls.*`) have no
+/// histogram: `rules` says so.
+pub fn histograms() -> Vec<(&'static str, &'static str, &'static str)> {
+    crate::query::agg::METRICS
+        .iter()
+        .filter_map(|m| m.histogram.map(|(family, help)| (m.name, family, help)))
+        .collect()
+}
 
 /// Bucket bounds (s): 1–1.5–2–3–5–7.5 per decade, 5 ms to 60 s. `histogram_quantile`
 /// interpolates inside a bucket, so its error is at most the bucket's width.
@@ -197,12 +197,12 @@ pub struct Metrics {
 impl Metrics {
     pub fn new(cfg: &Config) -> Metrics {
         let mut r = Registry::default();
-        let hists: Vec<(usize, Hist)> = HISTOGRAMS
-            .iter()
+        let hists: Vec<(usize, Hist)> = histograms()
+            .into_iter()
             .map(|(metric, name, help)| {
                 let f = Hist::new_with_constructor(histogram as fn() -> Histogram);
-                r.register(*name, format!("{help} ({metric}), per answer"), f.clone());
-                (crate::agg::metric_index(metric).expect("a known metric"), f)
+                r.register(name, format!("{help} ({metric}), per answer"), f.clone());
+                (crate::query::agg::metric_index(metric).expect("a known metric"), f)
             })
             .collect();
         let answers = Family::<Answer, Counter>::default();
@@ -276,7 +276,7 @@ impl Metrics {
     pub fn collect_collector(
         &self,
         counters: Arc<Counters>,
-        store: crate::store::Store,
+        writer_up: Box<dyn Fn() -> bool + Send + Sync>,
         connections: Arc<crate::serve::Registry>,
     ) {
         self.registry
@@ -284,7 +284,7 @@ impl Metrics {
             .unwrap_or_else(|e| e.into_inner())
             .register_collector(Box::new(Own {
                 counters,
-                store,
+                writer_up,
                 connections,
             }));
     }
@@ -303,7 +303,7 @@ impl Metrics {
             outcome: r.outcome.clone(),
         };
         self.observe_genai(r);
-        let values = crate::agg::Sample::of(r).metrics;
+        let values = crate::query::agg::Sample::of(r).metrics;
         for (i, h) in &self.hists {
             if let Some(v) = values[*i] {
                 h.get_or_create(&a).observe(v / 1000.0);
@@ -382,7 +382,8 @@ impl Metrics {
 /// counter not grouped is exported under its own name, so none is ever left out.
 struct Own {
     counters: Arc<Counters>,
-    store: crate::store::Store,
+    /// The store's health, asked at each scrape (a closure: metrics does not know stores).
+    writer_up: Box<dyn Fn() -> bool + Send + Sync>,
     connections: Arc<crate::serve::Registry>,
 }
 
@@ -438,14 +439,14 @@ impl Collector for Own {
             }
             let c = ConstCounter::new(*v);
             let full = format!("llm_rum_collector_{name}");
-            let m = enc.encode_descriptor(&full, crate::counters::help(name), None, c.metric_type())?;
+            let m = enc.encode_descriptor(&full, crate::metrics::counters::help(name), None, c.metric_type())?;
             c.encode(m)?;
         }
         for (name, help, v) in [
             (
                 "writer_up",
-                "1 while the writer's last commit (or probe) succeeded",
-                self.store.health().is_ok() as i64,
+                "1 while the writer's last commit (or probe) succeeded (ClickHouse: while inserts succeed or the spool has room)",
+                (self.writer_up)() as i64,
             ),
             (
                 "open_connections",
@@ -486,8 +487,8 @@ mod tests {
 
     #[test]
     fn every_budget_metric_with_a_histogram_is_a_known_metric() {
-        for (m, name, _) in HISTOGRAMS {
-            assert!(crate::agg::metric_index(m).is_some(), "{m}");
+        for (m, name, _) in histograms() {
+            assert!(crate::query::agg::metric_index(m).is_some(), "{m}");
             assert!(name.starts_with("llm_rum_") && name.ends_with("_seconds"));
         }
         assert!(BUCKETS.windows(2).all(|w| w[0] < w[1]));

@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use rusqlite::{Connection, ToSql};
 
-use crate::agg::{Agg, Sample, Want};
-use crate::rollup::LEVEL_MS;
+use crate::query::agg::{Agg, Sample, Want};
+use crate::store::sqlite::rollup::LEVEL_MS;
 
 /// Filters shared by every query. Times are `startEpochMs` (when the request started, on the
 /// client's clock, corrected for skew), in ms since the epoch; `from` inclusive, `to` exclusive.
@@ -132,7 +132,7 @@ impl Planner {
         let mut dirty: [HashSet<i64>; 3] = Default::default();
         for (level, set) in dirty.iter_mut().enumerate().skip(1) {
             let (a, b) = span(level);
-            *set = crate::rollup::dirty(c, level, a, b)?;
+            *set = crate::store::sqlite::rollup::dirty(c, level, a, b)?;
         }
         let mut overflow: [HashSet<i64>; 3] = Default::default();
         if f.by_key() {
@@ -316,7 +316,7 @@ pub fn run(cx: &Ctx, pieces: &[Piece], f: &Filter, want: Want, sink: &mut dyn Si
                 }
             }
             Piece::Raw { from, to } => {
-                let mut st = cx.c.prepare_cached(&crate::samples::select(
+                let mut st = cx.c.prepare_cached(&crate::store::sqlite::samples::select(
                     want,
                     &format!("start_ms >= ? AND start_ms < ?{kw}"),
                 ))?;
@@ -329,7 +329,7 @@ pub fn run(cx: &Ctx, pieces: &[Piece], f: &Filter, want: Want, sink: &mut dyn Si
                     if k % 1024 == 0 {
                         cx.check()?;
                     }
-                    sink.sample(crate::samples::sample(r)?);
+                    sink.sample(crate::store::sqlite::samples::sample(r)?);
                 }
             }
         }
@@ -354,7 +354,7 @@ fn deltas(cx: &Ctx, from: i64, to: i64, f: &Filter, want: Want, sink: &mut dyn S
     while let Some(r) = rows.next()? {
         cx.check()?;
         let minute: i64 = r.get(0)?;
-        for ((route, model, outcome), a) in crate::rollup::decode_delta(blob(r, 1)?, want).unwrap_or_default() {
+        for ((route, model, outcome), a) in crate::store::sqlite::rollup::decode_delta(blob(r, 1)?, want).unwrap_or_default() {
             if keep(&f.route, &route) && keep(&f.model, &model) && keep(&f.outcome, &outcome) {
                 sink.agg(minute as f64 * LEVEL_MS[0] as f64, &route, &model, &outcome, a);
             }
@@ -437,8 +437,8 @@ impl Sink for Total {
 /// A model's aggregate; past `MAX_KEYS` models (over a long window) the rest share
 /// `rollup::OTHER`'s, so a read's memory stays bounded whatever the models seen.
 fn model_entry(models: &mut std::collections::HashMap<Option<String>, Agg>, m: Option<String>) -> &mut Agg {
-    let m = if models.len() >= crate::rollup::MAX_KEYS && !models.contains_key(&m) {
-        Some(crate::rollup::OTHER.to_string())
+    let m = if models.len() >= crate::store::sqlite::rollup::MAX_KEYS && !models.contains_key(&m) {
+        Some(crate::store::sqlite::rollup::OTHER.to_string())
     } else {
         m
     };

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
-use crate::agg::{Agg, Sample, Want, MAX_SERVER_STAGES};
+use crate::query::agg::{Agg, Sample, Want, MAX_SERVER_STAGES};
 use llm_rum::core::request::histogram::{get_varint, put_varint};
 
 /// Period length per level, ms.
@@ -581,7 +581,7 @@ pub fn backfill(tx: &Transaction) -> rusqlite::Result<()> {
     let mut records = 0usize;
     {
         // The records as they are at migration 2 (`upstream_buffered` comes with migration 3).
-        let mut st = tx.prepare(&crate::samples::select_before_upstream(Want::ALL, "1=1 ORDER BY start_ms"))?;
+        let mut st = tx.prepare(&crate::store::sqlite::samples::select_before_upstream(Want::ALL, "1=1 ORDER BY start_ms"))?;
         let mut q = st.query([])?;
         let mut minute: Option<i64> = None;
         let mut acc: HashMap<Key, Agg> = HashMap::new();
@@ -607,7 +607,7 @@ pub fn backfill(tx: &Transaction) -> rusqlite::Result<()> {
             Ok(())
         };
         while let Some(r) = q.next()? {
-            let s = crate::samples::sample(r)?;
+            let s = crate::store::sqlite::samples::sample(r)?;
             records += 1;
             let m = period(0, s.start_ms);
             if minute != Some(m) {

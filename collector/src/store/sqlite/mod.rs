@@ -11,6 +11,13 @@
 //! is due, and a probe write when it has not committed for a while or its last commit failed,
 //! so `health()` (and `/healthz`) says whether a commit would succeed now.
 
+pub mod pool;
+pub mod retention;
+pub mod rollup;
+pub mod samples;
+pub mod schema;
+
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -19,15 +26,15 @@ use rusqlite::{params_from_iter, Connection, ToSql};
 use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::clock::Admitted;
-use crate::counters::{add, Counters};
+use crate::ingest::clock::Admitted;
+use crate::metrics::counters::{add, Counters};
 use crate::ingest::{Beacon, Row};
-use crate::agg::Sample;
-use crate::retention;
-use crate::rollup::Rollups;
+use crate::query::agg::Sample;
+use crate::store::sqlite::rollup::Rollups;
 
-/// Record columns in insert order (after `id`, `received_ms`).
-const COLS: [&str; 39] = [
+/// Record columns in insert order (after `received_ms`): `HEAD`, the metric table's columns
+/// (`agg::METRICS`, in its order), then `TAIL`; `row_params` binds the values in this order.
+const HEAD: [&str; 12] = [
     "start_ms",
     "session",
     "page",
@@ -40,20 +47,10 @@ const COLS: [&str; 39] = [
     "provider",
     "outcome",
     "format",
-    "ttft",
-    "ttfp",
-    "perceived_ttft",
-    "total",
-    "perceived_total",
-    "tpot",
-    "itl_p50",
-    "itl_p95",
-    "itl_max",
-    "render_delay_p95",
-    "stalls_count",
+];
+const TAIL: [&str; 15] = [
     "stalls_network",
     "stalls_render",
-    "stalls_total_ms",
     "buffered",
     "upstream_buffered",
     "hidden",
@@ -69,13 +66,15 @@ const COLS: [&str; 39] = [
     "id",
 ];
 
-/// How durable a commit is. `Full` survives power loss; `Normal` (WAL) survives a process
-/// crash/kill -9 but may lose the last commits on power loss.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Sync {
-    Full,
-    Normal,
+fn cols() -> Vec<&'static str> {
+    HEAD.iter()
+        .copied()
+        .chain(crate::query::agg::METRICS.iter().map(|m| m.column))
+        .chain(TAIL.iter().copied())
+        .collect()
 }
+
+pub use crate::cli::Sync;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stored {
@@ -142,7 +141,7 @@ impl Store {
     pub fn open(path: &Path, sync: Sync, wc: WriterConfig) -> Result<Store, String> {
         let mut conn =
             open_conn(path, sync).map_err(|e| format!("open {}: {e}", path.display()))?;
-        crate::schema::migrate(&mut conn)?;
+        crate::store::sqlite::schema::migrate(&mut conn)?;
         let rollups = Rollups::new();
         // Bounded: when the disk cannot keep up, handlers wait here (backpressure), not in RAM.
         let (tx, rx) = mpsc::channel::<Msg>(4096);
@@ -354,7 +353,7 @@ impl Writer {
                 .conn
                 .execute(
                     "INSERT INTO meta(key, value) VALUES ('probe', ?1) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                    [crate::clock::now_ms() as i64],
+                    [crate::ingest::clock::now_ms() as i64],
                 )
                 .map(|_| ())
                 .map_err(|e| e.to_string());
@@ -375,7 +374,7 @@ impl Writer {
                 let every = Duration::from_secs_f64((retain / 10_000.0).clamp(1.0, 60.0));
                 self.retention_due = Instant::now() + every;
                 self.pass = Some(Pass {
-                    cutoff_ms: (crate::clock::now_ms() - retain) as i64,
+                    cutoff_ms: (crate::ingest::clock::now_ms() - retain) as i64,
                     ..Pass::default()
                 });
                 self.retention_batch();
@@ -386,7 +385,7 @@ impl Writer {
     /// One compaction step (see `rollup`); stops being scheduled when none is due.
     fn compact_step(&mut self) {
         let t = Instant::now();
-        match self.rollups.compact_step(&mut self.conn, crate::clock::now_ms()) {
+        match self.rollups.compact_step(&mut self.conn, crate::ingest::clock::now_ms()) {
             Ok(true) => {
                 tracing::debug!(ms = t.elapsed().as_millis() as u64, "rollups compacted");
             }
@@ -403,7 +402,7 @@ impl Writer {
         let t = Instant::now();
         p.started.get_or_insert(t);
         let cutoff = p.cutoff_ms;
-        let r = retention::delete_batch(&mut self.conn, cutoff, retention::BATCH);
+        let r = crate::store::sqlite::retention::delete_batch(&mut self.conn, cutoff, crate::store::sqlite::retention::BATCH);
         let p = self.pass.as_mut().expect("pass");
         match r {
             Ok(d) => {
@@ -418,14 +417,14 @@ impl Writer {
                     &self.wc.counters.retention_records_deleted,
                     d.records as u64,
                 );
-                if d.full(retention::BATCH) {
+                if d.full(crate::store::sqlite::retention::BATCH) {
                     return; // more next time no beacon waits
                 }
             }
             Err(e) => tracing::error!(error = %e, "retention: delete failed (retried next pass)"),
         }
         let p = self.pass.take().expect("pass");
-        let pages = retention::vacuum_step(&self.conn).unwrap_or_else(|e| {
+        let pages = crate::store::sqlite::retention::vacuum_step(&self.conn).unwrap_or_else(|e| {
             tracing::warn!(error = %e, "retention: incremental vacuum failed");
             0
         });
@@ -452,12 +451,13 @@ fn write_batch(
     let tx = conn.transaction()?;
     let mut out = Vec::with_capacity(batch.len());
     {
-        let placeholders = vec!["?"; COLS.len() + 1].join(",");
+        let all = cols();
+        let placeholders = vec!["?"; all.len() + 1].join(",");
         let updates: Vec<String> = std::iter::once("received_ms".to_string())
-            .chain(COLS.iter().filter(|c| **c != "id").map(|c| c.to_string()))
+            .chain(all.iter().filter(|c| **c != "id").map(|c| c.to_string()))
             .map(|c| format!("{c}=excluded.{c}"))
             .collect();
-        let cols = COLS.join(",");
+        let cols = all.join(",");
         // New ids insert; an id already stored is looked at (below) before anything changes.
         let mut ins = tx.prepare_cached(&format!(
             "INSERT INTO records(received_ms,{cols}) VALUES({placeholders}) ON CONFLICT(id) DO NOTHING"
@@ -486,7 +486,7 @@ fn write_batch(
                 let params = row_params(job.received_ms, b, r);
                 if ins.execute(params_from_iter(params.iter()))? == 0 {
                     // Stored before: only a partial gives way, and it leaves the rollups first.
-                    let Some(old) = crate::samples::stored_partial(&tx, &r.id)? else {
+                    let Some(old) = crate::store::sqlite::samples::stored_partial(&tx, &r.id)? else {
                         st.duplicates += 1;
                         continue;
                     };
@@ -533,7 +533,7 @@ fn write_batch(
             out.push(st);
         }
         for (m, n, d, o, f) in minutes {
-            crate::rollup::add_beacons(&tx, m, n, d, o, f)?;
+            crate::store::sqlite::rollup::add_beacons(&tx, m, n, d, o, f)?;
         }
         rollups.flush(&tx)?;
     }
@@ -543,7 +543,7 @@ fn write_batch(
 
 fn row_params<'a>(received_ms: i64, b: &'a Beacon, r: &'a Row) -> Vec<Box<dyn ToSql + 'a>> {
     let m = &r.marks;
-    vec![
+    let mut v: Vec<Box<dyn ToSql + 'a>> = vec![
         Box::new(received_ms),
         Box::new(r.start_ms),
         Box::new(&b.session),
@@ -557,20 +557,18 @@ fn row_params<'a>(received_ms: i64, b: &'a Beacon, r: &'a Row) -> Vec<Box<dyn To
         Box::new(&r.provider),
         Box::new(&r.outcome),
         Box::new(&r.format),
-        Box::new(r.ttft),
-        Box::new(r.ttfp),
-        Box::new(r.perceived_ttft),
-        Box::new(r.total),
-        Box::new(r.perceived_total),
-        Box::new(r.tpot),
-        Box::new(r.itl_p50),
-        Box::new(r.itl_p95),
-        Box::new(r.itl_max),
-        Box::new(r.render_delay_p95),
-        Box::new(r.stalls_count),
-        Box::new(r.stalls_network),
+    ];
+    for metric in &crate::query::agg::METRICS {
+        // stalls.count is a count: stored as the integer it is.
+        if metric.column == "stalls_count" {
+            v.push(Box::new(r.stalls_count));
+        } else {
+            v.push(Box::new((metric.value)(r)));
+        }
+    }
+    v.extend([
+        Box::new(r.stalls_network) as Box<dyn ToSql + 'a>,
         Box::new(r.stalls_render),
-        Box::new(r.stalls_total_ms),
         Box::new(r.buffered),
         Box::new(r.upstream_buffered),
         Box::new(r.hidden),
@@ -584,5 +582,6 @@ fn row_params<'a>(received_ms: i64, b: &'a Beacon, r: &'a Row) -> Vec<Box<dyn To
         Box::new(m[7]),
         Box::new(&r.raw),
         Box::new(&r.id),
-    ]
+    ]);
+    v
 }

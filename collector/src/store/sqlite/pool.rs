@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, OpenFlags};
 use tokio::sync::Semaphore;
 
-use crate::plan::{Ctx, QResult, QueryError};
+use crate::query::plan::{Ctx, QResult, QueryError};
 
 /// A connection for queries.
 pub fn open_reader(path: &Path) -> rusqlite::Result<Connection> {

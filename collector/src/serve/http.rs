@@ -20,23 +20,21 @@ use axum::Router;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::alerts::{Engine, Source};
+use crate::alerts::Engine;
 use crate::cli::Config;
-use crate::clock::{self, now_ms};
-use crate::counters::{add, Counters};
+use crate::ingest::clock::{self, now_ms};
+use crate::metrics::counters::{add, Counters};
 use crate::ingest::{self, MAX_BODY};
 use crate::log::Every;
-use crate::plan::{Ctx, QueryError};
-use crate::pool::Pool;
+use crate::query::plan::QueryError;
 use crate::query::{self, Filter};
 use crate::serve::Registry;
-use crate::store::Store;
+use crate::store::Storage;
 
 pub struct AppState {
     pub cfg: Config,
-    pub store: Store,
-    /// Read connections: a pool for the API, one reserved for the alert engine.
-    pub pool: Pool,
+    /// The store (SQLite or ClickHouse): writes, reads, the alert engine's windows.
+    pub storage: Storage,
     pub engine: Mutex<Engine>,
     /// How long the last budget evaluation took (ms), for `/api/alerts`.
     pub last_eval_ms: Mutex<Option<f64>>,
@@ -54,8 +52,7 @@ pub struct AppState {
 impl AppState {
     pub fn new(
         cfg: Config,
-        store: Store,
-        pool: Pool,
+        storage: Storage,
         engine: Engine,
         metrics: Arc<crate::metrics::Metrics>,
         counters: Arc<Counters>,
@@ -69,8 +66,7 @@ impl AppState {
         own.extend(cfg.public_origin.clone());
         AppState {
             cfg,
-            store,
-            pool,
+            storage,
             engine: Mutex::new(engine),
             last_eval_ms: Mutex::new(None),
             metrics,
@@ -100,11 +96,11 @@ pub fn router(state: Shared) -> Router {
         .route("/", get(dashboard))
         .route(
             "/dashboard.js",
-            get(|| asset("text/javascript; charset=utf-8", crate::dashboard::JS)),
+            get(|| asset("text/javascript; charset=utf-8", crate::serve::dashboard::JS)),
         )
         .route(
             "/dashboard.css",
-            get(|| asset("text/css; charset=utf-8", crate::dashboard::CSS)),
+            get(|| asset("text/css; charset=utf-8", crate::serve::dashboard::CSS)),
         )
         .merge(reads)
         .layer(middleware::map_response(nosniff))
@@ -279,7 +275,7 @@ async fn ingest(
         .get_all("x-forwarded-for")
         .into_iter()
         .filter_map(|v| v.to_str().ok());
-    let client = crate::proxy::client_ip(peer.ip(), xff, &s.cfg.trusted_proxies);
+    let client = crate::serve::proxy::client_ip(peer.ip(), xff, &s.cfg.trusted_proxies);
     let r = ingest_inner(&s, client, &h, body).await;
     with_cors(r, &cors)
 }
@@ -359,7 +355,7 @@ async fn ingest_inner(s: &AppState, client: IpAddr, h: &HeaderMap, body: Body) -
     add(&c.records_refused_too_old, admitted.too_old as u64);
     add(&c.records_refused_future, admitted.future as u64);
     match s
-        .store
+        .storage
         .write(beacon, Some(client.to_string()), received as i64, admitted)
         .await
     {
@@ -371,20 +367,30 @@ async fn ingest_inner(s: &AppState, client: IpAddr, h: &HeaderMap, body: Body) -
                 "refused": {"tooOld": admitted.too_old, "future": admitted.future},
             }))
         }
-        Err(e) => err(StatusCode::SERVICE_UNAVAILABLE, e),
+        Err(e) => {
+            let mut r = err(StatusCode::SERVICE_UNAVAILABLE, e.msg);
+            if let Some(after) = e.retry_after {
+                r.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(after));
+            }
+            r
+        }
     }
 }
 
+/// 200 while beacons are acknowledged (`ok`, or `spooling` on ClickHouse), 503 when not.
 async fn healthz(State(s): State<Shared>) -> Response {
-    let writer = s.store.health();
-    let body = json!({
-        "status": if writer.is_ok() { "ok" } else { "failing" },
-        "writer": writer.as_ref().err().map_or("ok", |e| e.as_str()),
+    let h = s.storage.health();
+    let mut body = json!({
+        "status": h.status,
         "connections": s.connections.open(),
         "counters": s.counters.json(),
         "logLinesDropped": crate::log::DROPPED.load(std::sync::atomic::Ordering::Relaxed),
     });
-    let status = if writer.is_ok() {
+    if let (Some(b), Value::Object(d)) = (body.as_object_mut(), h.detail) {
+        b.extend(d);
+    }
+    let status = if h.status != "failing" {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
@@ -489,19 +495,16 @@ impl Params {
     }
 }
 
-/// Runs a query on a pooled read connection, within the query budget.
-async fn read<T: Send + 'static>(
-    s: &Shared,
-    f: impl FnOnce(&Ctx) -> crate::plan::QResult<T> + Send + 'static,
-) -> Result<T, Response> {
-    s.pool.read(f).await.map_err(|e| match e {
+/// A read's failure as an answer: 503 past the query budget, else 500.
+fn read_error(s: &Shared, e: QueryError) -> Response {
+    match e {
         QueryError::Budget => {
             add(&s.counters.queries_over_budget, 1);
             err(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!(
                     "the query ran past its {} s budget (--query-budget): narrow the window or the filter",
-                    s.pool.budget.as_secs_f64()
+                    s.storage.query_budget().as_secs_f64()
                 ),
             )
         }
@@ -509,20 +512,19 @@ async fn read<T: Send + 'static>(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("query failed: {e}"),
         ),
-    })
+    }
 }
 
 async fn summary(State(s): State<Shared>, Query(p): Query<Params>) -> Response {
-    let f = p.filter();
-    match read(&s, move |c| query::summary(c, &f)).await {
+    match s.storage.summary(p.filter()).await {
         Ok(v) => json_ok(v),
-        Err(r) => r,
+        Err(e) => read_error(&s, e),
     }
 }
 
 async fn timeseries(State(s): State<Shared>, Query(p): Query<Params>) -> Response {
     let metric = p.metric.clone().unwrap_or_else(|| "ttft".into());
-    let Some(idx) = crate::agg::metric_index(&metric) else {
+    let Some(idx) = crate::query::agg::metric_index(&metric) else {
         return err(
             StatusCode::BAD_REQUEST,
             format!(
@@ -550,17 +552,13 @@ async fn timeseries(State(s): State<Shared>, Query(p): Query<Params>) -> Respons
         .filter(|b| b.metric == metric)
         .map(|b| json!({"q": b.q, "limit": b.limit, "text": b.text}))
         .collect();
-    match read(&s, move |c| {
-        query::timeseries(c, &f, idx, q, bucket * 1000.0)
-    })
-    .await
-    {
+    match s.storage.timeseries(f, idx, q, bucket * 1000.0).await {
         Ok(Ok(points)) => json_ok(
             json!({"metric": metric, "q": q, "bucketMs": bucket * 1000.0, "budgets": budgets, "points": points,
-                   "percentiles": query::PERCENTILES}),
+                   "percentiles": s.storage.percentiles()}),
         ),
         Ok(Err(msg)) => err(StatusCode::BAD_REQUEST, msg),
-        Err(r) => r,
+        Err(e) => read_error(&s, e),
     }
 }
 
@@ -577,14 +575,9 @@ async fn histogram(State(s): State<Shared>, Query(p): Query<Params>) -> Response
     }
     let bins = p.bins.unwrap_or(30);
     let f = p.filter();
-    match read(&s, move |c| {
-        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        query::histogram(c, &f, &refs, bins)
-    })
-    .await
-    {
+    match s.storage.histogram(f, names, bins).await {
         Ok(v) => json_ok(v),
-        Err(r) => r,
+        Err(e) => read_error(&s, e),
     }
 }
 
@@ -614,12 +607,12 @@ async fn dashboard() -> Response {
         [
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),
             (header::CACHE_CONTROL, "no-store"),
-            (header::CONTENT_SECURITY_POLICY, crate::dashboard::CSP),
+            (header::CONTENT_SECURITY_POLICY, crate::serve::dashboard::CSP),
             // The page's URL may hold ?token= until its script moves it out: never send it on.
             (header::REFERRER_POLICY, "no-referrer"),
             (header::X_FRAME_OPTIONS, "DENY"),
         ],
-        crate::dashboard::HTML,
+        crate::serve::dashboard::HTML,
     )
         .into_response()
 }
@@ -654,62 +647,6 @@ async fn metrics(State(s): State<Shared>) -> Response {
 
 // ---------- alert evaluation ----------
 
-/// The alert engine's view of SQLite: rollups, on the engine's own connection. Every budget
-/// shares one window, so one read of it (with every budget's metric) serves them all.
-pub struct DbSource<'a> {
-    cx: &'a Ctx<'a>,
-    want: crate::agg::Want,
-    /// The window last read, and its aggregate per model filter (`None`: every answer).
-    last: std::cell::RefCell<Option<((f64, f64), Vec<(Option<String>, Option<crate::agg::Agg>)>)>>,
-}
-
-impl<'a> DbSource<'a> {
-    pub fn new(cx: &'a Ctx<'a>, budgets: &[crate::alerts::Budget]) -> DbSource<'a> {
-        let metrics = budgets
-            .iter()
-            .filter_map(|b| crate::agg::metric_index(&b.metric))
-            .fold(0u16, |m, i| m | (1 << i));
-        DbSource {
-            cx,
-            want: crate::agg::Want { metrics, stages: false },
-            last: std::cell::RefCell::new(None),
-        }
-    }
-}
-
-impl Source for DbSource<'_> {
-    fn quantile(&self, metric: &str, q: f64, from: f64, to: f64, model: Option<&str>) -> Option<f64> {
-        let i = crate::agg::metric_index(metric)?;
-        let mut last = self.last.borrow_mut();
-        if last.as_ref().is_none_or(|(w, _)| *w != (from, to)) {
-            *last = Some(((from, to), Vec::new()));
-        }
-        let (_, aggs) = last.as_mut()?;
-        let model = model.map(str::to_string);
-        if !aggs.iter().any(|(m, _)| *m == model) {
-            // One read per window and model filter, whatever the number of budgets on it.
-            let f = Filter {
-                from: Some(from),
-                to: Some(to),
-                model: model.clone(),
-                ..Filter::default()
-            };
-            let agg = crate::plan::total(self.cx, &f, self.want)
-                .map(|t| t.agg)
-                .map_err(|e| tracing::error!(error = %e, "alert query failed"))
-                .ok();
-            aggs.push((model.clone(), agg));
-        }
-        aggs.iter().find(|(m, _)| *m == model)?.1.as_ref()?.metrics[i].quantile(q)
-    }
-    fn stage_medians(&self, from: f64, to: f64) -> Vec<(String, f64)> {
-        query::window_stage_medians(self.cx, from, to).unwrap_or_else(|e| {
-            tracing::error!(error = %e, "alert stage query failed");
-            Vec::new()
-        })
-    }
-}
-
 /// Evaluates budgets on a timer, forever.
 pub async fn alert_loop(s: Shared) {
     if s.cfg.budgets.is_empty() {
@@ -722,10 +659,12 @@ pub async fn alert_loop(s: Shared) {
         let s2 = s.clone();
         let _ = tokio::task::spawn_blocking(move || {
             let t = Instant::now();
-            let r = s2.pool.alerts(|cx| {
-                let mut e = s2.engine.lock().unwrap_or_else(|e| e.into_inner());
-                let src = DbSource::new(cx, &e.budgets);
-                let events = e.evaluate(&src, now_ms());
+            // Evaluated on a copy, the lock not held while the store answers: a read over the
+            // network (ClickHouse) must never hold `/api/alerts`, which takes the lock on a
+            // runtime thread, and through it the runtime that drives that very read. Only this
+            // loop changes the engine, so the copy replaces it whole.
+            let mut e = s2.engine.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let r = s2.storage.evaluate(&mut e, now_ms()).map(|events| {
                 for ev in events {
                     let a = e.alerts.iter().find(|a| match ev {
                         crate::alerts::Event::Fired(id) | crate::alerts::Event::Resolved(id) => {
@@ -736,8 +675,8 @@ pub async fn alert_loop(s: Shared) {
                         tracing::warn!(id = a.id, state = a.state, budget = %a.budget, value = a.value.round(), "alert");
                     }
                 }
-                Ok(())
             });
+            *s2.engine.lock().unwrap_or_else(|e| e.into_inner()) = e;
             let ms = t.elapsed().as_secs_f64() * 1000.0;
             *s2.last_eval_ms.lock().unwrap_or_else(|e| e.into_inner()) = Some(ms);
             s2.metrics.alert_evaluated(ms / 1000.0);

@@ -19,6 +19,11 @@
 //!
 //! Each acts with a log line (summarised per period, see `log::Every`) and a counter.
 
+pub mod dashboard;
+pub mod http;
+pub mod proxy;
+
+
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
@@ -37,7 +42,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::counters::{add, Counters};
+use crate::metrics::counters::{add, Counters};
 use crate::log::Every;
 
 /// Connection limits and timeouts.

@@ -5,30 +5,34 @@
 //! (rank ⌈q·n⌉ of the sorted values) within 1 % relative error (±0.01 ms below 0.01 ms). Counts,
 //! rates and sums are exact.
 
+pub mod agg;
+pub mod plan;
+
+
 use std::collections::BTreeMap;
 
 use rusqlite::Connection;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::agg::{metric_index, Agg, Sample, Want, METRICS, N_STAGES, STAGES};
-use crate::plan::{self, Ctx, Planner, QResult, Sink};
+use crate::query::agg::{metric_index, Agg, Sample, Want, METRICS, N_STAGES, STAGES};
+use crate::query::plan::{Ctx, Planner, QResult, Sink};
 
-pub use crate::plan::Filter;
+pub use crate::query::plan::Filter;
 
 /// How the API describes its percentiles.
 pub const PERCENTILES: &str =
     "log-histogram sketch (DDSketch, alpha = 1%): within 1% of the exact nearest-rank value (rank ceil(q*n))";
 
 /// Server stages listed in a summary at most (the most frequent; beacons choose the names).
-const MAX_SUMMARY_SERVER_STAGES: usize = 32;
+pub const MAX_SUMMARY_SERVER_STAGES: usize = 32;
 
 pub fn is_metric(name: &str) -> bool {
     metric_index(name).is_some()
 }
 
 pub fn metric_names() -> Vec<&'static str> {
-    METRICS.iter().map(|(n, _)| *n).collect()
+    METRICS.iter().map(|m| m.name).collect()
 }
 
 /// Exact nearest-rank percentile of sorted values; `None` when empty (for the load generator's
@@ -85,10 +89,10 @@ pub const MAX_MODELS: usize = 20;
 
 /// `/api/summary`.
 pub fn summary(cx: &Ctx, f: &Filter) -> QResult<Value> {
-    let t = plan::total_by_route(cx, f, Want::ALL)?;
+    let t = crate::query::plan::total_by_route(cx, f, Want::ALL)?;
     let a = &t.agg;
     let mut metrics = Map::new();
-    for (i, (name, _)) in METRICS.iter().enumerate() {
+    for (i, name) in METRICS.iter().map(|m| m.name).enumerate() {
         metrics.insert(
             name.to_string(),
             serde_json::to_value(stat(&a.metrics[i])).unwrap_or(Value::Null),
@@ -239,7 +243,7 @@ impl Sink for Buckets {
 /// `/api/timeseries`: the q-percentile of a metric per bucket of `bucket_ms` (by startEpochMs,
 /// aligned to the epoch). Buckets of whole minutes come from rollups; others from the records.
 pub fn timeseries(cx: &Ctx, f: &Filter, metric: usize, q: f64, bucket_ms: f64) -> QResult<Result<Vec<Value>, String>> {
-    let Some((a, b)) = plan::window(cx.c, f, bucket_ms)? else {
+    let Some((a, b)) = crate::query::plan::window(cx.c, f, bucket_ms)? else {
         return Ok(Ok(Vec::new()));
     };
     let mut pieces = Vec::new();
@@ -264,14 +268,14 @@ pub fn timeseries(cx: &Ctx, f: &Filter, metric: usize, q: f64, bucket_ms: f64) -
     } else {
         // Not whole minutes: no rollup fits a bucket, so the records are read (within the
         // query budget).
-        pieces.push(plan::Piece::Raw { from: a, to: b });
+        pieces.push(crate::query::plan::Piece::Raw { from: a, to: b });
     }
     let mut sink = Buckets {
         bucket_ms,
         metric,
         by: BTreeMap::new(),
     };
-    plan::run(cx, &pieces, f, Want::metric(metric), &mut sink)?;
+    crate::query::plan::run(cx, &pieces, f, Want::metric(metric), &mut sink)?;
     Ok(Ok(sink
         .by
         .into_iter()
@@ -292,7 +296,7 @@ pub fn histogram(cx: &Ctx, f: &Filter, names: &[&str], bins: usize) -> QResult<V
         metrics: idx.iter().fold(0, |m, i| m | (1 << i)),
         stages: false,
     };
-    let t = plan::total(cx, f, want)?;
+    let t = crate::query::plan::total(cx, f, want)?;
     let mut hi: f64 = 0.0;
     for &i in &idx {
         // Clip the axis at p99 so one outlier does not squash every bar into the first bin.
@@ -324,7 +328,7 @@ pub fn window_stage_medians(cx: &Ctx, from: f64, to: f64) -> QResult<Vec<(String
         to: Some(to),
         ..Filter::default()
     };
-    let t = plan::total(cx, &f, Want::STAGES)?;
+    let t = crate::query::plan::total(cx, &f, Want::STAGES)?;
     Ok(stage_medians(&t.agg)
         .into_iter()
         .map(|(n, m, _)| (n, m))

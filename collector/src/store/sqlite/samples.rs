@@ -4,17 +4,13 @@
 
 use rusqlite::{Row, ToSql};
 
-use crate::agg::{Sample, Want, N_METRICS};
+use crate::query::agg::{Sample, Want, METRICS, N_METRICS};
 
 /// Columns read per record, in `sample()`'s order: the key, the 12 metrics (`agg::METRICS`
 /// order; `stalls_count` is also a count), the counts, the marks; then the Server-Timing list
 /// and `upstream_buffered` (last: a migration step that runs before its column exists reads
 /// NULL in its place, see `select_before_upstream`).
 const KEY: &str = "start_ms, outcome, route, model";
-const METRIC_COLS: [&str; N_METRICS] = [
-    "ttft", "ttfp", "perceived_ttft", "total", "perceived_total", "tpot", "itl_p50", "itl_p95",
-    "itl_max", "render_delay_p95", "stalls_count", "stalls_total_ms",
-];
 const COUNTS: &str = "stalls_network, stalls_render, buffered, hidden";
 const MARKS: &str = "m_interaction, m_headers, m_first_byte, m_first_token, m_first_paint, m_last_token, m_last_paint, m_end";
 
@@ -36,10 +32,10 @@ pub fn select_before_upstream(want: Want, where_: &str) -> String {
 }
 
 fn select_with(want: Want, where_: &str, upstream: &str) -> String {
-    let metrics: Vec<&str> = METRIC_COLS
+    let metrics: Vec<&str> = METRICS
         .iter()
         .enumerate()
-        .map(|(i, c)| if want.has(i) || *c == "stalls_count" { *c } else { "NULL" })
+        .map(|(i, m)| if want.has(i) || m.column == "stalls_count" { m.column } else { "NULL" })
         .collect();
     let marks = if want.stages { MARKS.to_string() } else { vec!["NULL"; 8].join(", ") };
     format!(
@@ -77,7 +73,7 @@ pub fn sample(r: &Row) -> rusqlite::Result<Sample> {
         route: r.get(2)?,
         model: r.get(3)?,
         metrics,
-        stages: crate::agg::stages_of(&marks),
+        stages: crate::query::agg::stages_of(&marks),
         stalls_count: r.get(14)?,
         stalls_network: r.get(16)?,
         stalls_render: r.get(17)?,

@@ -18,11 +18,16 @@
 //! `--retention N`: N records received two days ago in a fresh database (no server), then
 //! retention's delete batches until none is left: time per batch, and the vacuum step.
 //!
-//!   cargo build --release -p llm-rum-collector
+//!   cargo build --release -p llm-rum-collector -p llm-rum-loadgen
 //!   target/release/llm-rum-loadgen --clients 32 --seconds 10
 //!   target/release/llm-rum-loadgen --park 3000
 //!   target/release/llm-rum-loadgen --retention 100000
 //!   target/release/llm-rum-loadgen --fill 1000000 --window 3600
+//!   target/release/llm-rum-loadgen --fill 1000000 --collector-args "--store clickhouse://127.0.0.1:8123/bench"
+//!
+//! With `--collector-args "--store clickhouse://…"` the collector stores into ClickHouse; counts
+//! and sizes are then read from ClickHouse (`--exact` compares its t-digest with exact
+//! percentiles computed by ClickHouse itself).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -31,7 +36,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use llm_rum_collector::client::Conn;
+use llm_rum_collector_testkit::client::Conn;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -83,6 +88,46 @@ fn spawn_collector(a: &Args, db: &Path, extra: &[&str]) -> (Child, SocketAddr) {
         .parse()
         .expect("address line");
     (child, addr)
+}
+
+/// The ClickHouse store the collector was pointed at (`--collector-args "--store clickhouse://…"`),
+/// if any: its HTTP address and database, for the counts and sizes printed.
+struct Ch {
+    addr: SocketAddr,
+    db: String,
+}
+
+impl Ch {
+    fn of(a: &Args) -> Option<Ch> {
+        let args = a.get("--collector-args", "");
+        let url = args.split_whitespace().find(|x| x.starts_with("clickhouse://"))?;
+        let t = llm_rum_collector::store::clickhouse::http::Target::parse(url).expect("--store URL");
+        let addr = t.base.trim_start_matches("http://").parse().expect("HOST:PORT as an IP address");
+        Some(Ch { addr, db: t.database })
+    }
+
+    /// One statement, its answer's text (TSV).
+    async fn query(&self, sql: &str) -> String {
+        let r = llm_rum_collector_testkit::client::request(self.addr, "POST", "/", &[], format!("{sql} FORMAT TSV").as_bytes())
+            .await
+            .expect("clickhouse");
+        assert_eq!(r.status, 200, "{sql}: {}", r.text());
+        r.text()
+    }
+
+    /// Records stored (copies collapsed), and the table's bytes on disk / uncompressed.
+    async fn sizes(&self) -> (u64, f64, f64) {
+        let n = self.query(&format!("SELECT count() FROM {}.records FINAL", self.db)).await;
+        let b = self
+            .query(&format!(
+                "SELECT sum(bytes_on_disk), sum(data_uncompressed_bytes) FROM system.parts \
+                 WHERE database = '{}' AND table = 'records' AND active",
+                self.db
+            ))
+            .await;
+        let mut it = b.split_whitespace().map(|x| x.parse::<f64>().unwrap_or(f64::NAN));
+        (n.trim().parse().unwrap_or(0), it.next().unwrap_or(f64::NAN), it.next().unwrap_or(f64::NAN))
+    }
 }
 
 fn temp_dir(tag: &str) -> PathBuf {
@@ -172,10 +217,23 @@ fn throughput(a: &Args, rt: &tokio::runtime::Runtime) {
     let cpu = cpu_s(child.id());
     let _ = child.kill();
     let _ = child.wait();
-    let stored: u64 = rusqlite::Connection::open(&db)
-        .unwrap()
-        .query_row("SELECT COUNT(*) FROM records", [], |r| r.get(0))
-        .unwrap();
+    let stored: u64 = match Ch::of(a) {
+        // Acknowledged means inserted or spooled: this run's spool must have been empty.
+        Some(ch) => {
+            let (n, disk, raw) = rt.block_on(ch.sizes());
+            println!(
+                "ClickHouse {}.records: {n} records, {:.0} bytes per record on disk ({:.0} uncompressed)",
+                ch.db,
+                disk / n.max(1) as f64,
+                raw / n.max(1) as f64
+            );
+            n
+        }
+        None => rusqlite::Connection::open(&db)
+            .unwrap()
+            .query_row("SELECT COUNT(*) FROM records", [], |r| r.get(0))
+            .unwrap(),
+    };
     let _ = std::fs::remove_dir_all(&dir);
 
     lat.sort_by(f64::total_cmp);
@@ -254,7 +312,7 @@ fn rss_mib(pid: u32) -> f64 {
 }
 
 fn now_ms() -> f64 {
-    llm_rum_collector::clock::now_ms()
+    llm_rum_collector::ingest::clock::now_ms()
 }
 
 /// How many of `conns` the server has not closed (a read that would block = still open).
@@ -323,7 +381,7 @@ async fn park(a: &Args) {
     let t = Instant::now();
     let normal = match tokio::time::timeout(Duration::from_secs(10), async {
         let b = json!({"v": 1, "records": [record("normal", now_ms())]}).to_string();
-        llm_rum_collector::client::request(addr, "POST", "/v1/rum", &[], b.as_bytes()).await
+        llm_rum_collector_testkit::client::request(addr, "POST", "/v1/rum", &[], b.as_bytes()).await
     })
     .await
     {
@@ -353,11 +411,12 @@ async fn park(a: &Args) {
 
 /// Retention's delete batches over N old records.
 async fn retention(a: &Args) {
-    use llm_rum_collector::{clock, ingest, retention, store};
+    use llm_rum_collector::ingest::{self, clock};
+    use llm_rum_collector::store::sqlite::{self as store, retention};
     let n: usize = a.num("--retention", "100000");
     let dir = temp_dir("retention");
     let db = dir.join("retention.db");
-    let counters = Arc::new(llm_rum_collector::counters::Counters::default());
+    let counters = Arc::new(llm_rum_collector::metrics::counters::Counters::default());
     let st = store::Store::open(
         &db,
         store::Sync::Full,
