@@ -47,7 +47,12 @@ export const TARGET_BROTLI = 30 * 1024;
 // +20), a vsync estimate from rAF timestamps (~+60 B), a MessageChannel message per frame
 // (~+100 B: it matched engine entries by the paint step, now by the next frame), the final-
 // paint rule's probe kept in a field of its own (+87 B of wasm; read off the stored paint: +11).
-export const BUDGET_BROTLI = Math.ceil(49.0 * 1024);
+// 49.1 KB: the log-histogram sketch in a crate of its own (issue 32: sketch/, llm-rum-sketch,
+// which the SDK core and the collector's rollups both depend on, rather than the collector
+// reaching into the browser crate): +78 B — 50 235 B measured (wasm 36 006) against 50 157 B
+// with the sketch inside the core, built side by side; one copy of its math either way
+// (core/util/math.rs re-exports the crate's).
+export const BUDGET_BROTLI = Math.ceil(49.1 * 1024);
 
 export function measure(dir = 'dist') {
   const files = [];

@@ -2,11 +2,11 @@
 //!
 //! Owner of "what one record contributes" (its metric values, stage durations, counts) and of
 //! the stored form of an aggregate (a rollup row's `data`). Percentiles come from the SDK
-//! core's log-histogram sketch (`llm_rum::core::request::histogram::LogHistogram`, DDSketch-style, relative
+//! core's log-histogram sketch (`llm_rum_sketch::LogHistogram`, DDSketch-style, relative
 //! error α = 1 %), shared rather than re-implemented: per-period sketches merge into the
 //! sketch of the whole window, so a read never has to see the records themselves.
 
-use llm_rum::core::request::histogram::{get_varint, put_varint, LogHistogram};
+use llm_rum_sketch::{get_varint, put_varint, LogHistogram};
 
 use crate::ingest::Row;
 

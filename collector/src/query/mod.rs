@@ -54,7 +54,7 @@ pub struct Stat {
     pub p99: Option<f64>,
 }
 
-fn stat(h: &llm_rum::core::request::histogram::LogHistogram) -> Stat {
+fn stat(h: &llm_rum_sketch::LogHistogram) -> Stat {
     Stat {
         count: h.count() as u64,
         p50: h.quantile(0.50),

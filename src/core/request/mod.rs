@@ -1,6 +1,6 @@
 //! Stage 2, one request: `Timeline` takes the marks as they happen (`on_*` with
 //! `performance.now()` stamps), sums the stream's content, keeps bounded statistics
-//! (`histogram.rs`: inter-token gaps) and derives ttft, total and tpot; `delivery.rs` decides
+//! (`histogram.rs`: inter-token gaps, the `llm-rum-sketch` crate's sketch) and derives ttft, total and tpot; `delivery.rs` decides
 //! how the text reached the page (`delivery`, `upstreamBuffered`) and `hints.rs` which response
 //! facts explain bursts (`upstreamHints`); `headers.rs` reads a response's headers into the
 //! timeline; `kinds.rs` holds the closed sets a record names

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 use crate::query::agg::{Agg, Sample, Want, MAX_SERVER_STAGES};
-use llm_rum::core::request::histogram::{get_varint, put_varint};
+use llm_rum_sketch::{get_varint, put_varint};
 
 /// Period length per level, ms.
 pub const LEVEL_MS: [i64; 3] = [60_000, 3_600_000, 86_400_000];
