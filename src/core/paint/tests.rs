@@ -644,3 +644,22 @@ fn a_paint_after_the_end_whose_probe_is_short_of_it_is_not_the_final_paint() {
     p.on_paint_probed(120.0, 14, 2.0, None);
     assert!(p.final_paint_seen());
 }
+
+/// A frame reported after text came that its read did not include: that text is still
+/// waiting, and a page that blocks right after it (its chunk handler rendering) makes a render
+/// stall, not a network one (toolchains.spec's app: 400 ms in the 10th delta's handler).
+#[test]
+fn text_after_a_frames_read_keeps_waiting_past_that_frames_report() {
+    let mut p = PaintTracker::new(0.0, 250.0);
+    p.on_arrival(0.0, 10);
+    p.on_paint(10.0, 10, 0.0);
+    p.on_arrival(20.0, 20);
+    // The frame read at 25 (before the next arrival at 30), reported at 41 (bracket ± 16).
+    p.on_arrival(30.0, 30);
+    p.on_paint(41.0, 20, 16.0);
+    // The page blocks 400 ms; the next frame shows the waiting text.
+    p.on_paint(450.0, 30, 0.0);
+    let s = p.stalls();
+    assert_eq!(s.count, 1);
+    assert_eq!(s.list[0].cause, StallCause::Render);
+}

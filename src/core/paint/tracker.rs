@@ -269,7 +269,17 @@ impl PaintTracker {
                 }
             }
             self.last_growth = Some(t);
-            self.wait_since = None;
+            // What this frame shows was read at `t_paint − err`: text that arrived after the
+            // read is still waiting — since its arrival (its bucket's start, not before the
+            // read) — even though this paint is reported after it came. Without this, a page
+            // that blocks right after such an arrival (its chunk handler rendering) showed a
+            // network stall where text was waiting to be painted.
+            let read = t_paint - err;
+            self.wait_since = if stale {
+                self.arrivals.iter().find(|b| b.t1 > read).map(|b| b.t0.max(read))
+            } else {
+                None
+            };
         }
 
         self.max_len = self.max_len.max(len);
