@@ -51,6 +51,19 @@ pub const MARKS: [&str; 8] = [
     "end",
 ];
 
+/// The marks' columns in both stores, in `MARKS` order: the one list the SQLite insert and
+/// reads and the ClickHouse rows take them from.
+pub const MARK_COLUMNS: [&str; 8] = [
+    "m_interaction",
+    "m_headers",
+    "m_first_byte",
+    "m_first_token",
+    "m_first_paint",
+    "m_last_token",
+    "m_last_paint",
+    "m_end",
+];
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
     pub id: String,

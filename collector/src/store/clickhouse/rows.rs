@@ -6,19 +6,7 @@ use serde_json::{json, Map, Value};
 use crate::query::agg::METRICS;
 use crate::store::clickhouse::spool::Batch;
 use crate::ingest::clock::Admitted;
-use crate::ingest::{Beacon, Row};
-
-/// The marks' columns, in `ingest::MARKS` order.
-pub const MARK_COLUMNS: [&str; 8] = [
-    "m_interaction",
-    "m_headers",
-    "m_first_byte",
-    "m_first_token",
-    "m_first_paint",
-    "m_last_token",
-    "m_last_paint",
-    "m_end",
-];
+use crate::ingest::{Beacon, Row, MARK_COLUMNS};
 
 /// `YYYY-MM-DD` (UTC) of epoch ms: the partition a row lands in.
 pub fn day(ms: f64) -> String {

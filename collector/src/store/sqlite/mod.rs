@@ -33,7 +33,8 @@ use crate::query::agg::Sample;
 use crate::store::sqlite::rollup::Rollups;
 
 /// Record columns in insert order (after `received_ms`): `HEAD`, the metric table's columns
-/// (`agg::METRICS`, in its order), then `TAIL`; `row_params` binds the values in this order.
+/// (`agg::METRICS`, in its order), `TAIL`, the marks (`ingest::MARK_COLUMNS`), `raw` and `id`;
+/// `row_params` binds the values in this order.
 const HEAD: [&str; 12] = [
     "start_ms",
     "session",
@@ -48,29 +49,15 @@ const HEAD: [&str; 12] = [
     "outcome",
     "format",
 ];
-const TAIL: [&str; 15] = [
-    "stalls_network",
-    "stalls_render",
-    "buffered",
-    "upstream_buffered",
-    "hidden",
-    "m_interaction",
-    "m_headers",
-    "m_first_byte",
-    "m_first_token",
-    "m_first_paint",
-    "m_last_token",
-    "m_last_paint",
-    "m_end",
-    "raw",
-    "id",
-];
+const TAIL: [&str; 5] = ["stalls_network", "stalls_render", "buffered", "upstream_buffered", "hidden"];
 
 fn cols() -> Vec<&'static str> {
     HEAD.iter()
         .copied()
         .chain(crate::query::agg::METRICS.iter().map(|m| m.column))
         .chain(TAIL.iter().copied())
+        .chain(crate::ingest::MARK_COLUMNS)
+        .chain(["raw", "id"])
         .collect()
 }
 

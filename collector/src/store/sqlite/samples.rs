@@ -4,6 +4,7 @@
 
 use rusqlite::{Row, ToSql};
 
+use crate::ingest::MARK_COLUMNS;
 use crate::query::agg::{Sample, Want, METRICS, N_METRICS};
 
 /// Columns read per record, in `sample()`'s order: the key, the 12 metrics (`agg::METRICS`
@@ -12,7 +13,6 @@ use crate::query::agg::{Sample, Want, METRICS, N_METRICS};
 /// NULL in its place, see `select_before_upstream`).
 const KEY: &str = "start_ms, outcome, route, model";
 const COUNTS: &str = "stalls_network, stalls_render, buffered, hidden";
-const MARKS: &str = "m_interaction, m_headers, m_first_byte, m_first_token, m_first_paint, m_last_token, m_last_paint, m_end";
 
 /// Server-Timing stages of the record, `name US dur` joined by RS (names are safe keys, so
 /// they hold neither separator; an older database's odd name is skipped, never misread).
@@ -37,7 +37,7 @@ fn select_with(want: Want, where_: &str, upstream: &str) -> String {
         .enumerate()
         .map(|(i, m)| if want.has(i) || m.column == "stalls_count" { m.column } else { "NULL" })
         .collect();
-    let marks = if want.stages { MARKS.to_string() } else { vec!["NULL"; 8].join(", ") };
+    let marks = if want.stages { MARK_COLUMNS.join(", ") } else { vec!["NULL"; MARK_COLUMNS.len()].join(", ") };
     format!(
         "SELECT {KEY}, {}, {COUNTS}, {marks}, {}, {upstream} FROM records WHERE {where_}",
         metrics.join(", "),
