@@ -130,6 +130,20 @@ export function makeRenderer(kind, el, { throttleMs = 200, jankMs = 120, jankEve
         },
       };
     }
+    case 'replace':
+      // Markdown re-rendered into a NEW answer element per token, replacing the last one (a
+      // list keyed by content, a vanilla page that rebuilds its message node): the element a
+      // measurement bound to is gone after every token.
+      return {
+        push(d) {
+          text += d;
+          const fresh = el.cloneNode(false);
+          fresh.innerHTML = markdown(text);
+          el.replaceWith(fresh);
+          el = fresh;
+        },
+        end() {},
+      };
     case 'markdown':
     case 'janky':
       return {

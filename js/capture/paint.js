@@ -76,6 +76,13 @@ function resolve(target) {
   return typeof Node === 'function' && target instanceof Node ? target : null;
 }
 
+/** `el`'s ancestors (AUTO_MAX_CLIMB of them): where it was, should a re-render replace it. */
+function chain(el) {
+  const up = [];
+  for (let a = el.parentNode; a && a.nodeType === 1 && up.length < AUTO_MAX_CLIMB; a = a.parentNode) up.push(a);
+  return up;
+}
+
 /** Chars of the element's text sent with each paint as a probe (src/core/stream/tail.rs). */
 const PROBE_CHARS = 48;
 
@@ -103,6 +110,8 @@ function tailText(el, n) {
  *   metrics off (requests stay measured)
  * @property {(w: Watch) => void} done  the record completed: stop watching, deliver it
  * @property {(w: Watch) => void} drop  no more paints will come: finish the record if it ended
+ * @property {(w: Watch, now: number) => void} lost  the element left the page (in the frame
+ *   whose rAF callback ran at `now`): re-bind auto mode's answer to its replacement, or drop
  */
 
 class Watch {
@@ -114,13 +123,16 @@ class Watch {
    * @param {number} base  text length that is not this answer's (a container's earlier
    *   messages, as of the request's start)
    * @param {boolean} [now]  measure this frame (called from a rAF callback: auto mode)
+   * @param {Element[] | null} [up]  auto mode: the element's ancestors, watched for the
+   *   element's replacement (a library that re-creates the message node re-binds, `lost`)
    */
-  constructor(p, h, el, explicit, base, now) {
+  constructor(p, h, el, explicit, base, now, up = null) {
     this.p = p;
     this.h = h;
     this.el = el;
     this.explicit = explicit;
     this.base = base;
+    this.up = up;
     this.raf = 0;
     this.dirty = true; // the text changed since the last frame measured (first: measure it)
     this.open = null; // the frame measured last, waiting for the next frame to close its bracket
@@ -128,8 +140,12 @@ class Watch {
     this.live = true;
     this.mo = null;
     try {
-      this.mo = new MutationObserver(() => this.changed());
+      this.mo = new MutationObserver((records) => this.changed(records));
       this.mo.observe(el, { childList: true, characterData: true, subtree: true });
+      // Its ancestors' own children only (no subtree: a sibling message's text is not ours):
+      // a re-render that replaces the element, or a level above it, happens there, and the
+      // element's own observer sees nothing of it.
+      if (up) for (const a of up) this.mo.observe(a, { childList: true });
       if (typeof requestAnimationFrame !== 'function') throw new TypeError('no requestAnimationFrame');
     } catch (e) {
       this.stop(); // what was made so far; the caller reports the failure
@@ -139,14 +155,16 @@ class Watch {
     else this.next();
   }
 
-  changed() {
+  changed(records) {
     // A MutationObserver callback: nothing may throw into the page.
     try {
       // Per mutation batch only a flag (the pending frame): the text is read once per frame,
       // in its rAF callback. A write in an app's own rAF callback after ours is read in the
       // next frame (README limitations): no text is credited to a frame that read the element
-      // before it came.
-      this.dirty = true;
+      // before it came. A change beside an ancestor is only a question for that frame: is the
+      // element still there?
+      if (!this.up || records.some((r) => this.el.contains(r.target))) this.dirty = true;
+      else if (this.el.isConnected) return;
       this.next();
     } catch (e) {
       this.p.fail(e);
@@ -161,15 +179,14 @@ class Watch {
    * if the text changed. */
   frame() {
     this.raf = 0;
-    if (!this.el.isConnected) {
-      this.p.drop(this);
-      return;
-    }
     try {
       const now = performance.now();
       const c = this.open;
       this.open = null;
-      if (this.dirty) {
+      // Gone from the page (a re-render replaced it): the frame measured before still closes
+      // its bracket — it was shown — then `lost` re-binds the answer or lets it go.
+      const gone = !this.el.isConnected;
+      if (this.dirty && !gone) {
         this.dirty = false;
         // `hi` and `t` are set when the next frame closes its bracket.
         // What this frame will paint. Every mutated frame is reported, even when the length
@@ -183,31 +200,40 @@ class Watch {
         if (recent.push(f) > 8) recent.shift();
         this.next(); // its bracket closes with the next frame
       }
-      if (!c) return;
-      // Frame `c` is closed by this one (its rAF callback `now`). When did the screen show
-      // it? Held against Chromium's compositor (paint-compositor.spec.js): not before its rAF
-      // callback (its rendering had begun), usually one frame after it (16.1–16.3 ms measured:
-      // drawn in the frame it was committed in, displayed a vsync later), at most two (33 ms:
-      // its raster ran long — several KB of CJK and emoji at once — or the page's own tasks
-      // delayed the frames), and never after the next frame's callback plus a frame. The
-      // bracket ends at the earlier of that and three frames after the callback; the paint is
-      // its midpoint, half its width the error — so the text was read at its lower bound, and
-      // the core credits the frame only with what had arrived by then. The engine's own
-      // presentation time of the frame refines it where given (`presented` in makePaint); a
-      // paint that completed the record keeps its bracket.
-      const p = this.p;
-      if (!p.core.live()) {
-        this.stop(); // measurement was disabled: nothing to report to
-        return;
-      }
-      const hi = Math.min(now, c.lo + 2 * FRAME_MS) + FRAME_MS;
-      const t = (c.lo + hi) / 2;
-      c.hi = now;
-      c.t = t;
-      if (p.core.fenced((core) => core.paint(this.h, t, c.shown, hi - t, c.probe), false)) p.done(this);
+      if (c && this.close(c, now)) return;
+      if (gone) this.p.lost(this, now);
     } catch (e) {
       this.p.fail(e); // a rAF callback must not throw into the page
     }
+  }
+
+  /**
+   * Reports frame `c`, closed by the frame whose rAF callback ran at `now`; true when that
+   * completed the record (or measurement is off): this watch is done.
+   */
+  close(c, now) {
+    // When did the screen show frame `c`? Held against Chromium's compositor
+    // (paint-compositor.spec.js): not before its rAF callback (its rendering had begun),
+    // usually one frame after it (16.1–16.3 ms measured: drawn in the frame it was committed
+    // in, displayed a vsync later), at most two (33 ms: its raster ran long — several KB of CJK
+    // and emoji at once — or the page's own tasks delayed the frames), and never after the next
+    // frame's callback plus a frame. The bracket ends at the earlier of that and three frames
+    // after the callback; the paint is its midpoint, half its width the error — so the text was
+    // read at its lower bound, and the core credits the frame only with what had arrived by
+    // then. The engine's own presentation time of the frame refines it where given
+    // (`presented` in makePaint); a paint that completed the record keeps its bracket.
+    const p = this.p;
+    if (!p.core.live()) {
+      this.stop(); // measurement was disabled: nothing to report to
+      return true;
+    }
+    const hi = Math.min(now, c.lo + 2 * FRAME_MS) + FRAME_MS;
+    const t = (c.lo + hi) / 2;
+    c.hi = now;
+    c.t = t;
+    if (!p.core.fenced((core) => core.paint(this.h, t, c.shown, hi - t, c.probe), false)) return false;
+    p.done(this);
+    return true;
   }
 
   /** The stream ended but its end is not painted yet: give the page a while to paint it. */
@@ -269,6 +295,28 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
       // The core finishes an ended request's record now, and leaves a running one alone.
       core.fenced((c) => c.finish(w.h));
       p.done(w);
+    },
+    lost(w, now) {
+      // An element the app named is the app's to name again (README); a container is the
+      // app's option. An element auto mode found is the same answer in a new node when a
+      // library re-creates its message per token or swaps it at the end (issue 29): the
+      // replacement is looked for now under the nearest ancestor still on the page, else from
+      // the changes to come, and observed on as the same record — paints already reported
+      // stay, the core keeps each shown length once.
+      if (w.explicit || !w.up || stopped) {
+        p.drop(w);
+        return;
+      }
+      w.stop();
+      if (watches.get(w.h) === w) watches.delete(w.h);
+      const at = w.up.find((a) => a.isConnected);
+      const hit = at && successor(w.h, at);
+      if (hit && rebind(w, hit.el, hit.base)) return;
+      // Not there yet (a skeleton first, filled later): auto mode's search, from this frame.
+      look(w.h, now);
+      const s = waiting.get(w.h);
+      if (s && w.timer) endWait(w.h, s);
+      if (!watches.size) unobservePerf();
     },
   };
 
@@ -351,7 +399,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     // requestAnimationFrame), then the core is told to expect paints.
     let w;
     try {
-      w = new Watch(p, h, el, explicit, base, now);
+      w = new Watch(p, h, el, explicit, base, now, src === PAINT_AUTO ? chain(el) : null);
     } catch (e) {
       p.fail(e);
       return null;
@@ -386,9 +434,19 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     deliver();
   }
 
-  function look(h) {
+  /** Auto mode looks for `h`'s element from now (or, re-binding, from the frame at `since`). */
+  /** `h`'s stream ended unfound: a buffered UI shows the answer now. Look on until frames go
+   * by with nothing answer-like changing. */
+  function endWait(h, s) {
+    if (s.ended) return;
+    s.ended = true;
+    s.timer = setTimeout(() => giveUp(h), AUTO_GIVE_UP_MS);
+    if (finder) tick(finder);
+  }
+
+  function look(h, since) {
     if (!observed(h, PAINT_NONE)) return;
-    waiting.set(h, { ended: false, quiet: 0, timer: 0, since: performance.now() });
+    waiting.set(h, { ended: false, quiet: 0, timer: 0, since: since ?? performance.now(), again: since !== undefined });
     try {
       if (!finder) arm();
     } catch (e) {
@@ -398,14 +456,19 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
 
   function arm() {
     // frames: [{ lo, els: [{ el, len, up }] }], oldest first (lo: its rAF callback's time; len:
-    // the element's text length, read up to PROBE_CHARS; up: its ancestors then)
+    // the element's text length; up: its ancestors then)
     const f = { mo: null, nodes: new Set(), raf: 0, frames: [] };
     f.mo = new MutationObserver((records) => {
       // Per mutation only this (an observer callback must not throw into the page).
       try {
         for (const r of records) {
+          // An added element before its parent: a re-render that inserts a new message node
+          // is found by that node, not by the chat log around it.
+          for (const n of r.addedNodes) {
+            if (n.nodeType === 1 && f.nodes.size < AUTO_MAX_NODES) f.nodes.add(n);
+            if (n.shadowRoot) root(f, n.shadowRoot);
+          }
           if (f.nodes.size < AUTO_MAX_NODES) f.nodes.add(r.target);
-          for (const n of r.addedNodes) if (n.shadowRoot) root(f, n.shadowRoot);
         }
         tick(f);
       } catch (e) {
@@ -440,27 +503,47 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
       const nodes = [...f.nodes];
       f.nodes.clear();
       const seen = new Set();
+      const alone = new Map(); // watch → its element shows its answer alone (this frame)
       let hs = [...waiting.keys()].reverse();
       let near = false; // anything answer-like changed
       for (const n of nodes) {
         const el = n.nodeType === 1 ? n : n.parentNode;
         if (!hs.length || !el || el.nodeType !== 1 || seen.has(el) || !el.isConnected) continue;
         seen.add(el);
-        if ([...watches.values()].some((w) => w.el.contains(el))) continue;
+        const owner = [...watches.values()].find((w) => w.el.contains(el));
+        if (owner) {
+          if (!owner.up) continue;
+          if (!alone.has(owner)) {
+            const r = ask(owner.h, owner.el.textContent, true);
+            alone.set(owner, r >= 0 && r >> 1 === owner.base);
+          }
+          if (alone.get(owner) || !split(owner, el, hs, f)) {
+            // Remembered all the same: a frame showing a waiting answer's first markdown (a
+            // bare "#") inside an element found too wide, before the words that split it.
+            remember(frame, el, tailText(el, PROBE_CHARS));
+            continue;
+          }
+        }
         const probe = tailText(el, PROBE_CHARS);
         let bound = false;
         for (const h of hs) {
           const hit = claim(h, el, probe, f);
           if (hit === 0) continue;
           near = true;
+          // Two answers at once that this element could show (side-by-side panes answering
+          // alike so far): neither takes it yet. Their frames are remembered; the first frame
+          // that tells them apart binds each to its own, its earlier frames backdated.
+          if (hit && hs.some((x) => x !== h && ask(x, hit.el.textContent, true) !== -1)) break;
+          const s = waiting.get(h);
+          const since = s.again ? s.since : -Infinity; // re-binding: frames before were the old element's
           if (hit && watch(h, hit.el, false, hit.base, PAINT_AUTO, true)) {
-            backdate(f, h, hit.el, hit.base, frame.lo);
+            backdate(f, h, hit.el, hit.base, frame.lo, since);
             hs = hs.filter((x) => x !== h);
             bound = true;
             break;
           }
         }
-        if (!bound && frame.els.length < AUTO_FRAME_ELS) frame.els.push({ el, len: probe.length, up: chain(el) });
+        if (!bound) remember(frame, el, probe);
       }
       if (frame.els.length) {
         f.frames.push(frame);
@@ -477,6 +560,76 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     }
   }
 
+  /** `el` changed in `frame` (its text ends with `probe`): kept for a later find's backdate.
+   * Its whole length (once per changed element per frame, only while a stream waits): a stream
+   * found frames late — two panes alike until they differ — reports what its earlier frames
+   * showed, not the first few dozen chars of it. */
+  function remember(frame, el, probe) {
+    if (frame.els.length < AUTO_FRAME_ELS) frame.els.push({ el, len: probe.length < PROBE_CHARS ? probe.length : el.textContent.length, up: chain(el) });
+  }
+
+  /** Core's claim of `text` for `h` (Timeline::claim): −1 no, −2 not yet, else 2·base + label. */
+  const ask = (h, text, whole) => core.fenced((c) => c.claim(h, text, whole), -1);
+
+  /**
+   * Whether auto mode may not take `a` for `h` (whose answer starts `base` chars into its
+   * text): it holds another answer's element, or the text before this answer there is another
+   * running answer (two panes in one container, the other one's text short enough to pass
+   * for a label).
+   */
+  function shared(h, a, base) {
+    for (const w of watches.values()) if (w.h !== h && a.contains(w.el)) return true;
+    if (base <= 0) return false;
+    const before = a.textContent.slice(0, base);
+    return [...waiting.keys()].some((x) => x !== h && ask(x, before, true) >= 0);
+  }
+
+  /**
+   * A changed element `el` inside `w`'s auto-found element, which no longer shows `w`'s answer
+   * alone: is it shared with another answer, one still waiting (`hs`) — two panes in one
+   * container, `w` found while the other pane was empty? Then `w` moves down to the lowest element holding its own answer without
+   * the other's, or lets go (never counts the other's text). True: `el` is no longer inside a
+   * watch and may be claimed.
+   */
+  function split(w, el, hs, f) {
+    const probe = tailText(el, PROBE_CHARS);
+    const other = hs.map((x) => claim(x, el, probe, f, w.el)).find((x) => x);
+    if (!other) return false;
+    const low = successor(w.h, w.el, other.el);
+    if (!low || !rebind(w, low.el, low.base)) p.drop(w);
+    return true;
+  }
+
+  /**
+   * Where `h`'s answer is now, under `at` (an element still on the page): the deepest, last
+   * element whose text ends as the answer's latest does, climbed to its container as when
+   * found, never to one holding `not`. Null: not there (yet).
+   */
+  function successor(h, at, not = null) {
+    const all = at.querySelectorAll('*');
+    for (let i = all.length - 1, n = 0; i >= 0 && n < AUTO_MAX_NODES; i--, n++) {
+      const e = all[i];
+      if (not && (not.contains(e) || e.contains(not))) continue;
+      const probe = tailText(e, PROBE_CHARS);
+      if (!probe || ask(h, probe, probe.length < PROBE_CHARS) < 0) continue;
+      const hit = claim(h, e, probe, null, not);
+      if (hit) return hit;
+    }
+    return null;
+  }
+
+  /** `w`'s answer goes on in `el` (a replacement, or a narrower element): the same record.
+   * Called from a rAF callback: the frame `w` measured last closes now, then `el` is measured. */
+  function rebind(w, el, base) {
+    const c = w.open;
+    w.open = null;
+    if (c && w.close(c, performance.now())) return true;
+    const ended = !!w.timer;
+    const nw = watch(w.h, el, false, base, PAINT_AUTO, true);
+    if (nw && ended) nw.ended();
+    return !!nw;
+  }
+
   /**
    * Does `el` show `h`'s answer? 0: nothing like it; null: its end is the answer's latest
    * text, but no container of it shows the answer from its start (yet), or a container that
@@ -486,21 +639,22 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
    * before the answer (a label, at most AUTO_MAX_LABEL chars) only where the answer's own
    * earlier changes were in it (`f`'s frames since `h` began waiting): the renderer's root, with
    * a code box's "JavaScript" label in it, rather than the code box — not the chat's bubble
-   * around a clean element.
+   * around a clean element. Never an element holding `not`, or another answer (`shared`).
    */
-  function claim(h, el, probe, f) {
-    const ask = (text, whole) => core.fenced((c) => c.claim(h, text, whole), -1);
+  function claim(h, el, probe, f, not = null) {
+    const fence = (a, base) => (not && a.contains(not)) || shared(h, a, base);
     // Cheap first: the element's end must be the answer's (its last chars; a short element
     // whole).
-    if (ask(probe, probe.length < PROBE_CHARS) < 0) return 0;
+    if (ask(h, probe, probe.length < PROBE_CHARS) < 0) return 0;
     let hit = null;
     for (let a = el, i = 0; a && a.nodeType === 1 && a !== document.body && i < AUTO_MAX_CLIMB; a = a.parentNode, i++) {
-      const r = ask(a.textContent, true);
+      const r = ask(h, a.textContent, true);
       if (r < 0) {
         if (hit) break;
         continue;
       }
       const base = Math.floor(r / 2);
+      if (fence(a, base)) break;
       if (r % 2 && (hit || base > AUTO_MAX_LABEL)) {
         hit = hit || { el: a, base };
         break;
@@ -511,12 +665,13 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     // Up to the common container of what this answer changed before, each level still this
     // answer (`-2`: perhaps, too little of it after a label yet: wait for a frame with more,
     // unless the stream ended).
-    const top = reach(hit.el, f, waiting.get(h));
+    const s = waiting.get(h);
+    const top = f && s ? reach(hit.el, f, s) : hit.el;
     for (let a = hit.el; a !== top && a.parentNode && a.parentNode.nodeType === 1; ) {
       a = a.parentNode;
-      const r = ask(a.textContent, true);
-      if (r === -2 && !waiting.get(h).ended) return null;
-      if (r < 0 || Math.floor(r / 2) > AUTO_MAX_LABEL) break;
+      const r = ask(h, a.textContent, true);
+      if (r === -2 && !s.ended) return null;
+      if (r < 0 || Math.floor(r / 2) > AUTO_MAX_LABEL || fence(a, Math.floor(r / 2))) break;
       hit = { el: a, base: Math.floor(r / 2) };
     }
     return hit;
@@ -539,29 +694,23 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     return top;
   }
 
-  /** `el`'s ancestors (AUTO_MAX_CLIMB of them): where it was, should a re-render replace it. */
-  function chain(el) {
-    const up = [];
-    for (let a = el.parentNode; a && a.nodeType === 1 && up.length < AUTO_MAX_CLIMB; a = a.parentNode) up.push(a);
-    return up;
-  }
-
   /** Whether remembered change `x` was inside `el` (it, or an ancestor it had then, still is). */
   const within = (el, x) => el.contains(x.el) || (!x.el.isConnected && x.up.some((u) => u === el || (u.isConnected && el.contains(u))));
 
   /**
    * `h`'s element `el` was found this frame (its rAF callback at `now`): the frames remembered
-   * before it that changed `el`
-   * or something in it go to the core as its paints first (oldest first; the Watch measures
-   * this frame). A frame's text length is its changed elements' (the longest; the found
-   * element's less the text before the answer), read up to PROBE_CHARS: a first paint shows
-   * little, and what the frame showed is all the core needs. Frames that showed no text are
+   * before it that changed `el` or something in it (since `since`: a re-bind's frames before
+   * were the old element's) go to the core as its paints first (oldest first; the Watch
+   * measures this frame). A frame's text length is its changed elements' (the longest; the
+   * found element's less the text before the answer): exact where the answer's element itself
+   * changed, at least what one paragraph showed where only a paragraph of it did. Frames that showed no text are
    * not paints, as for rum.observe(el); frames before the answer's first arrival are not
    * either (the core ignores them).
    */
-  function backdate(f, h, el, base, now) {
+  function backdate(f, h, el, base, now, since) {
     for (let i = 0; i < f.frames.length; i++) {
       const fr = f.frames[i];
+      if (fr.lo < since) continue;
       const hi = Math.min(i + 1 < f.frames.length ? f.frames[i + 1].lo : now, fr.lo + 2 * FRAME_MS) + FRAME_MS;
       let len = 0;
       // `base` is measured on the element's text now: markup a renderer showed before the
@@ -623,11 +772,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
         // Not found yet: a buffered UI shows the answer now. Look on until frames go by with
         // nothing answer-like changing.
         if (done) forget(h);
-        else if (!s.ended) {
-          s.ended = true;
-          s.timer = setTimeout(() => giveUp(h), AUTO_GIVE_UP_MS);
-          if (finder) tick(finder);
-        }
+        else endWait(h, s);
         return;
       }
       const w = watches.get(h);

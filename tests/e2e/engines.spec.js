@@ -77,6 +77,18 @@ function expectOnTime(rec, reads, writes, tol, medianLag = tol.lag) {
 }
 
 /** Content events per arrival of the app's reads `{t, n}`: reads within `window` ms of the arrival's first. */
+/** An auto-mode record painted in step with its own stream: found from its first paint to its
+ * last, no render delay past a sanity bound. A record bound to another answer's element (one
+ * scripted apart in time) fails it. */
+function saneAuto(r, what) {
+  expect(r.paintSource, what).toBe('auto');
+  expect(r.marks.firstPaint, what).toBeGreaterThanOrEqual(r.marks.firstToken);
+  expect(r.marks.firstPaint - r.marks.firstToken, what).toBeLessThanOrEqual(SANITY);
+  expect(r.marks.lastPaint, what).toBeGreaterThanOrEqual(r.marks.lastToken);
+  expect(r.marks.lastPaint - r.marks.lastToken, what).toBeLessThanOrEqual(SANITY);
+  expect(r.renderDelay.p95, what).toBeLessThanOrEqual(SANITY);
+}
+
 function arrivalsOf(reads, window) {
   const events = [];
   let first = -Infinity;
@@ -541,29 +553,69 @@ for (const engine of ENGINES) {
       await fresh();
       // Each answer opens with a bare "#", as above.
       const q = 'prefill_ms=60&gap_ms=20&tokens=30';
-      const sane = (r, what) => {
-        expect(r.paintSource, what).toBe('auto');
-        expect(r.marks.firstPaint, what).toBeGreaterThanOrEqual(r.marks.firstToken);
-        expect(r.marks.firstPaint - r.marks.firstToken, what).toBeLessThanOrEqual(SANITY);
-        expect(r.marks.lastPaint, what).toBeGreaterThanOrEqual(r.marks.lastToken);
-        expect(r.marks.lastPaint - r.marks.lastToken, what).toBeLessThanOrEqual(SANITY);
-        expect(r.renderDelay.p95, what).toBeLessThanOrEqual(SANITY);
-      };
       // One <p> per paragraph (the markdown renderer), twice in the same container.
       const twice = await b.scenario('autoTwice', { ui: 'markdown', query: q });
-      twice.forEach((r, i) => sane(r, `answer ${i + 1} in one chat`));
+      twice.forEach((r, i) => saneAuto(r, `answer ${i + 1} in one chat`));
       // Two answers at once, saying different things, each in its own chat.
       const pair = await b.scenario('autoConcurrent', { ui: 'streamed', queries: [q, `prefill_ms=90&gap_ms=15&tokens=30&from=60`] });
-      pair.forEach((r, i) => sane(r, `concurrent answer ${i + 1}`));
+      pair.forEach((r, i) => saneAuto(r, `concurrent answer ${i + 1}`));
       // A chat built with web components: an open shadow root is searched, a closed one
       // cannot be seen (and says so).
-      sane(await b.scenario('autoAnswer', { ui: 'streamed', query: q, shadow: 'open' }), 'open shadow root');
+      saneAuto(await b.scenario('autoAnswer', { ui: 'streamed', query: q, shadow: 'open' }), 'open shadow root');
       const closed = await b.scenario('autoAnswer', { ui: 'streamed', query: q, shadow: 'closed' });
       expect([closed.paintSource, closed.marks.firstPaint, closed.buffered]).toEqual(['none', null, null]);
       // Switched off: no paint fields, and the record is not held.
       await fresh({ observe: false });
       const off = await b.scenario('autoAnswer', { ui: 'streamed', query: q });
       expect([off.paintSource, off.marks.firstPaint]).toEqual(['none', null]);
+    });
+
+    // Issue 29. A UI that re-creates the answer's node per token: the element auto mode found
+    // is gone after every token; re-bound to the replacement, the answer keeps one record that
+    // paints as the same answer rendered in place, measured with rum.observe. Two answers
+    // side by side in ONE container, its panes empty until text comes: each finds its own
+    // pane or says 'none', never the other's — scripted apart (the second 250 ms later, or
+    // with other words), a record bound to the other pane fails saneAuto (first paint a
+    // prefill late, or last paint before its last token).
+    test('auto mode: a node re-created per token keeps its answer; side-by-side answers in one container never take each other\'s pane', async () => {
+      await fresh();
+      const q = 'prefill_ms=60&gap_ms=20&tokens=30';
+      const fp = (r) => r.marks.firstPaint - r.marks.firstToken;
+      const diff = [];
+      for (let run = 0; run < 3; run++) {
+        const named = await b.scenario('autoAnswer', { ui: 'markdown', query: q, named: true });
+        const auto = await b.scenario('autoAnswer', { ui: 'replace', query: q });
+        saneAuto(auto, 'replaced per token');
+        expect(auto.chars).toBe(named.chars);
+        expect(auto.buffered).toBe(false);
+        expect(auto.stalls.count, 'no stall made of re-binding').toBe(0);
+        diff.push(fp(auto) - fp(named));
+      }
+      note(engine, 'autoMinusNamedFirstPaint.replace', stat(diff));
+      expect(Math.abs(percentile(diff, 0.5))).toBeLessThanOrEqual(tol.frame);
+
+      const later = 'prefill_ms=310&gap_ms=20&tokens=30';
+      const cases = {
+        'other words': [q, 'prefill_ms=90&gap_ms=15&tokens=30&from=60'],
+        'same words, 250 ms apart': [q, later],
+        'same words, at once': [q, q],
+      };
+      const found = {};
+      for (const [what, queries] of Object.entries(cases)) {
+        for (const ui of ['streamed', 'markdown']) {
+          const recs = await b.scenario('autoSideBySide', { ui, queries });
+          recs.forEach((r, i) => {
+            const label = `${what}, ${ui}, pane ${i + 1}`;
+            if (r.paintSource === 'none') expect(r.marks.firstPaint, label).toBeNull();
+            else saneAuto(r, label);
+          });
+          found[`${what}, ${ui}`] = recs.map((r) => r.paintSource);
+        }
+      }
+      note(engine, 'sideBySidePaintSource', found);
+      // Where the words differ, or one answer shows before the other's first token, each is found.
+      for (const what of ['other words', 'same words, 250 ms apart'])
+        for (const ui of ['streamed', 'markdown']) expect(found[`${what}, ${ui}`], `${what}, ${ui}`).toEqual(['auto', 'auto']);
     });
 
     test('EventSource: timing against the server, named events, Resource Timing or its absence', async () => {

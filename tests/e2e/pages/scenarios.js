@@ -410,6 +410,49 @@ export async function autoConcurrent({ ui, queries }) {
 }
 
 /**
+ * Two answers streaming at once side by side in ONE chat container (a model-comparison UI):
+ * after the user's message, two empty panes in a row, each answer rendered (`ui`) into its own.
+ * Nothing tells the panes apart but what they show. Returns each answer's record.
+ */
+export async function autoSideBySide({ ui, queries }) {
+  const { readDeltas, makeRenderer } = await import('/demo/renderers.js');
+  const page = chatPage();
+  try {
+    const before = window.__records.length;
+    const user = document.createElement('div');
+    user.className = 'msg user';
+    user.textContent = PROMPT;
+    const row = document.createElement('div');
+    row.className = 'compare';
+    page.chat.append(user, row);
+    const panes = queries.map(() => {
+      const pane = document.createElement('div');
+      pane.className = 'msg assistant';
+      const answer = document.createElement('div');
+      pane.append(answer);
+      row.append(pane);
+      return answer;
+    });
+    return await Promise.all(
+      queries.map(async (query, i) => {
+        const push = makeRenderer(ui, panes[i]);
+        const res = await fetch('/v1/chat/completions?' + query, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'default', stream: true, messages: [{ role: 'user', content: PROMPT }] }),
+        });
+        await readDeltas(res, (d) => push.push(d));
+        push.end();
+        const rid = res.headers.get('x-request-id');
+        return h.waitRecord((x, j) => j >= before && x.correlation['x-request-id'] === rid, 8000);
+      }),
+    );
+  } finally {
+    page.done();
+  }
+}
+
+/**
  * A failure inside the SDK mid-stream, in a fresh page (its core not loaded yet): every core
  * call per chunk throws from the third chunk on. The app's stream must come whole all the same,
  * measurement turns off with one warning, and the next request goes through untouched. The
