@@ -48,6 +48,23 @@ const LIBS = [
   { name: 'vue', named: '.msg.assistant .text', turns: ['default', 'code', 'list', 'stop:steps', 'regenerate'] },
   { name: 'assistant-ui', named: '.msg.assistant .md', turns: ['steps', 'code', 'list', 'stop:default', 'regenerate'] },
   { name: 'nlux', named: '.nlux_msg_received .nlux-markdown-container', turns: ['list', 'code', 'steps', 'default'] },
+  // A long chat (44 earlier messages) in a virtualised list that follows the output: only the
+  // streaming answer's own bubble is named (the one with a cursor) — the items Virtuoso mounts
+  // as it scrolls are earlier answers.
+  { name: 'virtuoso', named: '.msg.assistant:has(> .cursor) .md', turns: ['list', 'code', 'steps', 'stop:default', 'regenerate'] },
+  // A typewriter (assistant-ui's smooth text, its default): the answers arrive in bursts of 8
+  // tokens (~35 chars every 160 ms) that it reveals over the next frames. `shown`: the page
+  // records which frames showed how much of each answer's text (harness.js), the ground truth
+  // for render delay. ASCII answers only (its text length is then the answer's chars) and no
+  // regenerate (the page's n-th text element is the n-th answer's). Named: the bubble's part
+  // container (the text's own span is mounted empty, then replaced by the one that shows it).
+  {
+    name: 'assistant-ui-smooth',
+    named: '.msg.assistant .md',
+    shown: '.msg.assistant .md span[data-status]',
+    timing: 'prefill_ms=100&gap_ms=20&per_chunk=8&tokens=48',
+    turns: ['steps', 'list', 'code', 'list'],
+  },
 ];
 
 const figures = {};
@@ -102,8 +119,9 @@ test.afterAll(async () => {
 async function conversation(b, lib, named, wire) {
   const id = testId(`realui-${b.engine}-${lib.name}${named ? '-named' : ''}`);
   const sink = `${collector.origins[0]}/v1/rum`;
-  const params = new URLSearchParams({ collector: sink, test: id, q: TIMING });
+  const params = new URLSearchParams({ collector: sink, test: id, q: lib.timing || TIMING });
   if (named) params.set('named', lib.named);
+  if (lib.shown) params.set('shown', lib.shown);
   if (wire) wire.length = 0;
   await b.goto(`${ORIGIN()}/realui/${lib.name}.html?${params}`);
   // The core in (init() resolves before it is: issue 14), active.
@@ -125,6 +143,11 @@ async function conversation(b, lib, named, wire) {
   }
   const answers = await b.evaluate('window.answers');
   expect(await b.evaluate('window.pageErrors')).toEqual([]);
+  if (lib.shown) {
+    const shown = await b.evaluate('window.shown');
+    expect(shown.length, `${lib.name}: one text element per answer`).toBe(answers.length);
+    answers.forEach((a, i) => (a.frames = shown[i]));
+  }
   await b.evaluate('window.rum.flush().then(() => true)');
   const records = async () => (await b.evaluate('window.beacons')).flatMap((x) => x.records);
   const t0 = Date.now();
@@ -140,6 +163,35 @@ async function conversation(b, lib, named, wire) {
     a.rec = mine[0];
   }
   return answers;
+}
+
+/** The SDK stamps a chunk as it passes to the app, so its arrival times are the app's reads or
+ * a little earlier: within 3 ms (engines.spec.js, the SDK's stamps against the app's reads). */
+const ARRIVAL_SLOP_MS = 3;
+
+/** Nearest rank over chars, as the record's renderDelay statistics (src/core/paint/delays.rs). */
+const rank = (xs, q) => [...xs].sort((x, y) => x - y)[Math.max(0, Math.ceil(q * xs.length * (1 - 1e-12)) - 1)];
+
+/**
+ * Render delay as the page recorded it (harness.js `shown`), per char of answer `a`: from when
+ * the app read it to the first frame that showed it — `lo` its rAF callback, `hi` the end of the
+ * window in which the screen showed that frame. The statistics of the record's renderDelay
+ * ({first, p50, p95, max}) computed over each end.
+ */
+function typewriterTruth(a) {
+  const lo = [];
+  const hi = [];
+  let ai = 0;
+  let fi = 0;
+  for (let i = 1; i <= a.chars; i++) {
+    while (a.arrivals[ai][1] < i) ai++;
+    while (fi < a.frames.length && a.frames[fi].len < i) fi++;
+    if (fi === a.frames.length) return null; // never shown whole
+    lo.push(a.frames[fi].lo - a.arrivals[ai][0]);
+    hi.push(a.frames[fi].hi - a.arrivals[ai][0]);
+  }
+  const stats = (d) => ({ first: d[0], p50: rank(d, 0.5), p95: rank(d, 0.95), max: Math.max(...d), last: d[d.length - 1] });
+  return { lo: stats(lo), hi: stats(hi) };
 }
 
 const median = (xs) => {
@@ -202,6 +254,38 @@ for (const engine of ['chromium', 'firefox', 'webkit']) {
           // few frames either way (measured on a loaded host: 61 ms for an NLUX answer, 79 ms
           // for an assistant-ui one, both with auto mode the earlier).
           expect(Math.abs(d), `${what}: auto − named first paint`).toBeLessThanOrEqual(6 * FRAME_MS + a.rec.paintErrorMs + n.rec.paintErrorMs);
+        }
+        if (lib.shown) {
+          // A typewriter's lag is render delay: each statistic of the record's renderDelay, its
+          // first paint (after the first token) and its last paint (after the last token) within
+          // the page's own frames for the same chars ([lo, hi] above), widened by the record's
+          // own paint error bound (its frame's bracket, ± paintErrorMs) and the arrival stamps'
+          // difference. In both runs: auto mode's element and the one named.
+          for (const [mode, run] of Object.entries(runs)) {
+            for (const [i, a] of run.entries()) {
+              const what = `${engine} ${lib.name} ${mode} answer ${i + 1} (${a.prompt})`;
+              const t = typewriterTruth(a);
+              expect(t, `${what}: the page showed the whole answer`).not.toBeNull();
+              // The fixture: a typewriter that lags its arrivals by more than a frame or two.
+              expect(t.lo.p95, `${what}: the typewriter lags`).toBeGreaterThan(3 * FRAME_MS);
+              const r = a.rec;
+              const e = r.paintErrorMs + ARRIVAL_SLOP_MS;
+              const got = { ...r.renderDelay, firstPaint: r.marks.firstPaint - r.marks.firstToken, lastPaint: r.marks.lastPaint - r.marks.lastToken };
+              const truth = (k) => (k === 'firstPaint' ? 'first' : k === 'lastPaint' ? 'last' : k);
+              const f1 = (v) => v.toFixed(1);
+              console.log(
+                `realui typewriter ${what}: ` +
+                  Object.keys(got).map((k) => `${k} ${f1(got[k])} [${f1(t.lo[truth(k)])}, ${f1(t.hi[truth(k)])}]`).join(', ') +
+                  ` ms, paint error ±${f1(r.paintErrorMs)}`,
+              );
+              for (const k of Object.keys(got)) {
+                expect(got[k], `${what}: ${k} vs the page's frames`).toBeGreaterThanOrEqual(t.lo[truth(k)] - e);
+                expect(got[k], `${what}: ${k} vs the page's frames`).toBeLessThanOrEqual(t.hi[truth(k)] + e);
+              }
+              const key = `${engine} ${lib.name} typewriter ${mode}`;
+              (figures[key] ||= []).push({ record: got, truthLo: t.lo, truthHi: t.hi, paintErrorMs: r.paintErrorMs });
+            }
+          }
         }
         // The conversation: within a frame (the issue's bug read 20–62 ms late on every answer
         // opening with markdown punctuation).

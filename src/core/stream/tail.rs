@@ -72,6 +72,29 @@ pub enum Claim {
     Yes(u32, bool),
 }
 
+/// The last `PROBE` kept chars of a probe, fed in order (O(1) per char, no allocation).
+#[derive(Default)]
+struct Window {
+    buf: [char; PROBE],
+    n: usize,
+}
+
+impl Window {
+    fn push(&mut self, c: char) {
+        if keep(c) {
+            self.buf[self.n % PROBE] = c;
+            self.n += 1;
+        }
+    }
+
+    /// None: fewer than `PROBE` kept chars.
+    fn last(&self) -> Option<[char; PROBE]> {
+        let mut w = self.buf;
+        w.rotate_left(self.n % PROBE);
+        (self.n >= PROBE).then_some(w)
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct TextTail {
     /// (char, raw chars up to and including it), a ring once full.
@@ -152,20 +175,36 @@ impl TextTail {
     /// fed. Repetitive text (lists, code) can hold several occurrences: the one nearest `near`
     /// (an estimate of the progress) wins, else the latest. None: too short a probe, or not in
     /// the remembered tail.
+    ///
+    /// A screen that shows the markdown source as typed (a plain-text chat; a typewriter that
+    /// reveals the raw text) shows what the answer side dropped — an ordered list's numbers, a
+    /// fence's language (`markdown.rs`): such a probe is matched again with those dropped from
+    /// it too. Without that, every probe across a `1.` or a ```` ```js ```` failed, and a
+    /// failed probe at the end reads as "the end is on screen" (`PaintTracker::
+    /// final_paint_seen`): a typewriter's record closed with a third of the answer unshown
+    /// (tests/e2e/realui.spec.js, assistant-ui's smooth text).
     pub fn find(&self, probe: &str, near: Option<f64>) -> Option<u32> {
-        let mut want = [' '; PROBE];
-        let mut n = 0;
-        for c in probe.chars().rev().filter(|c| keep(*c)) {
-            want[PROBE - 1 - n] = c;
-            n += 1;
-            if n == PROBE {
-                break;
+        let mut shown = Window::default();
+        probe.chars().for_each(|c| shown.push(c));
+        let shown = shown.last();
+        if let Some(p) = shown.and_then(|w| self.find_kept(&w, near)) {
+            return Some(p);
+        }
+        let mut source = Window::default();
+        let mut md = Markdown::mid_line();
+        for c in probe.chars() {
+            match md.step(c, 0) {
+                Step::Pass => source.push(c),
+                Step::Drop | Step::Hold => {}
+                Step::Release(pass) => {
+                    md.take_held().for_each(|(d, _)| source.push(d));
+                    if pass {
+                        source.push(c);
+                    }
+                }
             }
         }
-        if n < PROBE {
-            return None;
-        }
-        self.find_kept(&want, near)
+        source.last().filter(|w| Some(*w) != shown).and_then(|w| self.find_kept(&w, near))
     }
 
     fn find_kept(&self, want: &[char; PROBE], near: Option<f64>) -> Option<u32> {
@@ -410,6 +449,22 @@ mod tests {
         let at = |prefix: &str| prefix.chars().count() as u32;
         assert_eq!(t.find("first step here\nsecond step", None), Some(at("```js\nconst a = 1;\n```\n\n1. first step here\n2. second step ")));
         assert_eq!(t.find("const a = 1;\nfirst", None), Some(at("```js\nconst a = 1;\n```\n\n1. first ")));
+    }
+
+    #[test]
+    fn probes_of_markdown_shown_as_typed() {
+        // A plain-text chat or a typewriter over the raw text shows list numbers and a fence's
+        // language, which the answer side drops.
+        let raw = "## Steps\n\n1. Stream the response.\n2. Render each token.\n3. Keep it free.\n\n```js\nconst a = 1;\n```\nDone now";
+        let t = fed(raw);
+        let at = |prefix: &str| prefix.chars().count() as u32;
+        assert_eq!(t.find("the response.\n2. Render each", None), Some(at("## Steps\n\n1. Stream the response.\n2. Render each ")));
+        assert_eq!(t.find("Render each token.\n3. K", None), Some(at("## Steps\n\n1. Stream the response.\n2. Render each token.\n3. K")));
+        assert_eq!(t.find("it free.\n\n```js\nconst a", None), Some(at("## Steps\n\n1. Stream the response.\n2. Render each token.\n3. Keep it free.\n\n```js\nconst a = ")));
+        // As rendered (numbers as list markers, the language a class): as before.
+        assert_eq!(t.find("the response.\nRender each", None), Some(at("## Steps\n\n1. Stream the response.\n2. Render each ")));
+        // A number inside a line stays text on both sides: not found where the answer has none.
+        assert_eq!(t.find("the response. 2 Render each", None), None);
     }
 
     #[test]
