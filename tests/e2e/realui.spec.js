@@ -56,11 +56,11 @@ const LIBS = [
   // tokens (~35 chars every 160 ms) that it reveals over the next frames. `shown`: the page
   // records which frames showed how much of each answer's text (harness.js), the ground truth
   // for render delay. ASCII answers only (its text length is then the answer's chars) and no
-  // regenerate (the page's n-th text element is the n-th answer's). Named: the bubble's part
-  // container (the text's own span is mounted empty, then replaced by the one that shows it).
+  // regenerate (the page's n-th text element is the n-th answer's). Named: the text's own
+  // element (not the bubble, whose " ●" in-progress dot alone is text).
   {
     name: 'assistant-ui-smooth',
-    named: '.msg.assistant .md',
+    named: '.msg.assistant .md span[data-status]',
     shown: '.msg.assistant .md span[data-status]',
     timing: 'prefill_ms=100&gap_ms=20&per_chunk=8&tokens=48',
     turns: ['steps', 'list', 'code', 'list'],

@@ -5,7 +5,8 @@
 //   test       the test id: answer n of the page is filed by the server as `<test>-<n>`;
 //   q          extra scripted-server parameters for every answer (timing);
 //   named      a CSS selector of the element the library renders each answer into: the same page
-//              then also calls rum.observe(el) on each new one (the comparison run);
+//              then also calls rum.observe(el) on each new one once it shows text (the
+//              comparison run);
 //   shown      a CSS selector of the element each answer's text is put into, as plain text:
 //              the page records which frames showed how much of it (`window.shown`, ground
 //              truth for a typewriter's render delay).
@@ -45,13 +46,15 @@ window.addEventListener('unhandledrejection', (e) => window.pageErrors.push(Stri
 
 const named = q.get('named');
 if (named) {
-  // The comparison run: rum.observe(el) on each new answer element as the library inserts it
-  // (a MutationObserver callback runs before the frame that paints the insertion).
+  // The comparison run: rum.observe(el) on each new answer element as the library puts text
+  // in it (a MutationObserver callback runs before the frame that paints the change). Not
+  // before: a library may mount an empty element and replace it with the one that shows the
+  // text (assistant-ui's smooth text part).
   const seen = new WeakSet();
   const bind = (rum) => {
     const look = () => {
       for (const el of document.querySelectorAll(named)) {
-        if (seen.has(el)) continue;
+        if (seen.has(el) || !el.textContent) continue;
         seen.add(el);
         rum.observe(el);
       }
