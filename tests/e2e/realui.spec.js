@@ -228,6 +228,11 @@ for (const engine of ['chromium', 'firefox', 'webkit']) {
       test(`${lib.name}: init({ collector }) alone finds every answer's element, its first paint within a frame of rum.observe(el)`, async () => {
         test.setTimeout(180_000);
         const runs = {};
+        // WebKitGTK's first answers on a fresh page come a few slow frames late, in whichever
+        // run goes first (virtuoso, swapping the runs' order: auto − named +87/+70 ms on its
+        // first two answers with auto first, −111/−99 ms with named first): one answer first,
+        // unmeasured.
+        if (engine === 'webkit') await conversation(b, { ...lib, turns: lib.turns.slice(0, 1) }, false, wire);
         for (const named of [false, true]) runs[named ? 'named' : 'auto'] = await conversation(b, lib, named, wire);
         const diffs = [];
         const errs = [];
