@@ -168,6 +168,8 @@ async function conversation(b, lib, named, wire) {
 /** The SDK stamps a chunk as it passes to the app, so its arrival times are the app's reads or
  * a little earlier: within 3 ms (engines.spec.js, the SDK's stamps against the app's reads). */
 const ARRIVAL_SLOP_MS = 3;
+/** The coarsest clock step of the three engines' performance.now() (Firefox: 1 ms). */
+const CLOCK_STEP_MS = 1;
 
 /** Nearest rank over chars, as the record's renderDelay statistics (src/core/paint/delays.rs). */
 const rank = (xs, q) => [...xs].sort((x, y) => x - y)[Math.max(0, Math.ceil(q * xs.length * (1 - 1e-12)) - 1)];
@@ -223,6 +225,8 @@ for (const engine of ['chromium', 'firefox', 'webkit']) {
     test.afterAll(async () => {
       if (b) await b.quit();
     });
+    /** Each library's two runs (auto, named), for the typewriter's tests below. */
+    const conversations = {};
 
     for (const lib of LIBS) {
       test(`${lib.name}: init({ collector }) alone finds every answer's element, its first paint within a frame of rum.observe(el)`, async () => {
@@ -260,44 +264,76 @@ for (const engine of ['chromium', 'firefox', 'webkit']) {
           // for an assistant-ui one, both with auto mode the earlier).
           expect(Math.abs(d), `${what}: auto − named first paint`).toBeLessThanOrEqual(6 * FRAME_MS + a.rec.paintErrorMs + n.rec.paintErrorMs);
         }
-        if (lib.shown) {
-          // A typewriter's lag is render delay: each statistic of the record's renderDelay, its
-          // first paint (after the first token) and its last paint (after the last token) within
-          // the page's own frames for the same chars ([lo, hi] above), widened by the record's
-          // own paint error bound (its frame's bracket, ± paintErrorMs) and the arrival stamps'
-          // difference. In both runs: auto mode's element and the one named.
-          for (const [mode, run] of Object.entries(runs)) {
-            for (const [i, a] of run.entries()) {
-              const what = `${engine} ${lib.name} ${mode} answer ${i + 1} (${a.prompt})`;
-              const t = typewriterTruth(a);
-              expect(t, `${what}: the page showed the whole answer`).not.toBeNull();
-              // The fixture: a typewriter that lags its arrivals by more than a frame or two.
-              expect(t.lo.p95, `${what}: the typewriter lags`).toBeGreaterThan(3 * FRAME_MS);
-              const r = a.rec;
-              const e = r.paintErrorMs + ARRIVAL_SLOP_MS;
-              const got = { ...r.renderDelay, firstPaint: r.marks.firstPaint - r.marks.firstToken, lastPaint: r.marks.lastPaint - r.marks.lastToken };
-              const truth = (k) => (k === 'firstPaint' ? 'first' : k === 'lastPaint' ? 'last' : k);
-              const f1 = (v) => v.toFixed(1);
-              console.log(
-                `realui typewriter ${what}: ` +
-                  Object.keys(got).map((k) => `${k} ${f1(got[k])} [${f1(t.lo[truth(k)])}, ${f1(t.hi[truth(k)])}]`).join(', ') +
-                  ` ms, paint error ±${f1(r.paintErrorMs)}`,
-              );
-              for (const k of Object.keys(got)) {
-                expect(got[k], `${what}: ${k} vs the page's frames`).toBeGreaterThanOrEqual(t.lo[truth(k)] - e);
-                expect(got[k], `${what}: ${k} vs the page's frames`).toBeLessThanOrEqual(t.hi[truth(k)] + e);
-              }
-              const key = `${engine} ${lib.name} typewriter ${mode}`;
-              (figures[key] ||= []).push({ record: got, truthLo: t.lo, truthHi: t.hi, paintErrorMs: r.paintErrorMs });
-            }
-          }
-        }
+        conversations[lib.name] = runs;
         // The conversation: within a frame (the issue's bug read 20–62 ms late on every answer
         // opening with markdown punctuation).
         expect(Math.abs(median(diffs)), `${engine} ${lib.name}: median auto − named first paint`).toBeLessThanOrEqual(FRAME_MS + median(errs));
         const maxAbs = Math.max(...diffs.map(Math.abs));
         figures[`${engine} ${lib.name}`] = { autoMinusNamedMs: { median: median(diffs), maxAbs, all: diffs } };
         console.log(`realui ${engine} ${lib.name}: auto − named first paint median ${median(diffs).toFixed(1)} ms, max |${maxAbs.toFixed(1)}| ms over ${diffs.length} answers`);
+      });
+    }
+
+    for (const lib of LIBS.filter((l) => l.shown)) {
+      // A typewriter's lag is render delay: each statistic of the record's renderDelay, its
+      // first paint (after the first token) and its last paint (after the last token) within
+      // the page's own frames for the same chars ([lo, hi]: typewriterTruth), widened by the
+      // record's own paint error bound (± paintErrorMs) and the arrival stamps' difference. A
+      // first paint is never before the frame that showed the first char: its time is its
+      // frame's bracket's midpoint, at least half a frame past that frame's rAF callback (the
+      // bracket reaches a frame past the next frame's callback), less a clock step.
+      const check = (what, a, keys) => {
+        const t = typewriterTruth(a);
+        expect(t, `${what}: the page showed the whole answer`).not.toBeNull();
+        // The fixture: a typewriter that lags its arrivals by more than a frame or two.
+        expect(t.lo.p95, `${what}: the typewriter lags`).toBeGreaterThan(3 * FRAME_MS);
+        const r = a.rec;
+        const e = r.paintErrorMs + ARRIVAL_SLOP_MS;
+        const got = { ...r.renderDelay, firstPaint: r.marks.firstPaint - r.marks.firstToken, lastPaint: r.marks.lastPaint - r.marks.lastToken };
+        const truthOf = (k) => (k === 'firstPaint' ? 'first' : k === 'lastPaint' ? 'last' : k);
+        for (const k of keys) {
+          const lo = k === 'first' || k === 'firstPaint' ? t.lo[truthOf(k)] + FRAME_MS / 2 - CLOCK_STEP_MS : t.lo[truthOf(k)] - e;
+          expect(got[k], `${what}: ${k} vs the page's frames`).toBeGreaterThanOrEqual(lo);
+          expect(got[k], `${what}: ${k} vs the page's frames`).toBeLessThanOrEqual(t.hi[truthOf(k)] + e);
+        }
+      };
+      const f1 = (v) => v.toFixed(1);
+      const ALL = ['first', 'p50', 'p95', 'max', 'firstPaint', 'lastPaint'];
+
+      test(`${lib.name}: the typewriter's lag reads as render delay (frames the page recorded)`, () => {
+        const runs = conversations[lib.name];
+        expect(runs, 'the conversations ran (the test above)').toBeDefined();
+        for (const [mode, run] of Object.entries(runs)) {
+          // Auto mode's first paint: the failing test below.
+          const keys = mode === 'auto' ? ALL.filter((k) => k !== 'first' && k !== 'firstPaint') : ALL;
+          for (const [i, a] of run.entries()) {
+            const what = `${engine} ${lib.name} ${mode} answer ${i + 1} (${a.prompt})`;
+            const t = typewriterTruth(a);
+            if (t) {
+              const got = { ...a.rec.renderDelay, firstPaint: a.rec.marks.firstPaint - a.rec.marks.firstToken, lastPaint: a.rec.marks.lastPaint - a.rec.marks.lastToken };
+              const truthOf = (k) => (k === 'firstPaint' ? 'first' : k === 'lastPaint' ? 'last' : k);
+              console.log(`realui typewriter ${what}: ` + ALL.map((k) => `${k} ${f1(got[k])} [${f1(t.lo[truthOf(k)])}, ${f1(t.hi[truthOf(k)])}]`).join(', ') + ` ms, paint error ±${f1(a.rec.paintErrorMs)}`);
+              (figures[`${engine} ${lib.name} typewriter ${mode}`] ||= []).push({ record: got, truthLo: t.lo, truthHi: t.hi, paintErrorMs: a.rec.paintErrorMs });
+            }
+            check(what, a, keys);
+          }
+        }
+      });
+
+      // DEFECT (js/capture/paint.js, auto mode's backdating of the frames before the element is
+      // found): a frame in which only the bubble's own text changed after the first token —
+      // assistant-ui's " ●" in-progress dot, mounted with the text part — is taken as the
+      // answer's first paint (`backdate` counts any changed element with text inside the found
+      // one, at least 1 char). The typewriter shows its first char a frame or more later, so
+      // auto mode's first paint is a frame early in every answer: 0.2–0.3 ms past the rAF
+      // callback of the frame that showed the first char in Chromium, −8 to +1 ms in Firefox
+      // and WebKitGTK — a paint of that frame is at least half a frame past it (named:
+      // +16.8 ms or more) — and once 123 ms early in Firefox (the typewriter's first char came
+      // 162 ms after the first token). rum.observe on the text's span reads it right (above).
+      test.fail(`${lib.name}: auto mode's first paint is the frame that showed the typewriter's first char`, () => {
+        const runs = conversations[lib.name];
+        expect(runs, 'the conversations ran').toBeDefined();
+        for (const [i, a] of runs.auto.entries()) check(`${engine} ${lib.name} auto answer ${i + 1} (${a.prompt})`, a, ['first', 'firstPaint']);
       });
     }
   });
