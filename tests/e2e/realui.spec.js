@@ -16,8 +16,10 @@
 // answer's first token, so the two runs' network times cancel — within one frame of the
 // comparison run's over the conversation (the median, with the runs' paint error bounds on
 // top), within six frames on each answer (the runs' frames and the libraries' timers fall at
-// different phases). Figures: `realui <library> …`
-// lines and test-results/realui.json.
+// different phases). A virtualised conversation (react-virtuoso) runs the same checks; behind a
+// typewriter (assistant-ui's smooth text) the record's renderDelay, first and last paint are
+// also held against the frames the page recorded showing each char (harness.js `shown`).
+// Figures: `realui <library> …` lines and test-results/realui.json.
 import { test, expect } from '@playwright/test';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
