@@ -87,11 +87,10 @@ impl Window {
         }
     }
 
-    /// None: fewer than `PROBE` kept chars.
-    fn last(&self) -> Option<[char; PROBE]> {
-        let mut w = self.buf;
-        w.rotate_left(self.n % PROBE);
-        (self.n >= PROBE).then_some(w)
+    /// Its k-th char of the last `PROBE` (0 = oldest), read in place (no rotated copy:
+    /// `rotate_left` alone cost ~0.3 KB of wasm).
+    fn at(&self, k: usize) -> char {
+        self.buf[(self.n + k) % PROBE]
     }
 }
 
@@ -176,41 +175,40 @@ impl TextTail {
     /// (an estimate of the progress) wins, else the latest. None: too short a probe, or not in
     /// the remembered tail.
     ///
-    /// A screen that shows the markdown source as typed (a plain-text chat; a typewriter that
-    /// reveals the raw text) shows what the answer side dropped — an ordered list's numbers, a
-    /// fence's language (`markdown.rs`): such a probe is matched again with those dropped from
-    /// it too. Without that, every probe across a `1.` or a ```` ```js ```` failed, and a
+    /// The probe goes through the same markdown rules as the answer (`markdown.rs`, from inside
+    /// a line: a probe is cut anywhere): a screen that shows the markdown source as typed (a
+    /// plain-text chat; a typewriter revealing the raw text) shows an ordered list's numbers and
+    /// a fence's language, which the answer side dropped; a rendered screen has none of them to
+    /// drop (but a code box's line opening with `1. `, which it cannot tell from a list: such a
+    /// probe fails). With `keep` alone every probe across a `1.` or a ```` ```js ```` failed, and a
     /// failed probe at the end reads as "the end is on screen" (`PaintTracker::
     /// final_paint_seen`): a typewriter's record closed with a third of the answer unshown
     /// (tests/e2e/realui.spec.js, assistant-ui's smooth text).
     pub fn find(&self, probe: &str, near: Option<f64>) -> Option<u32> {
-        let mut shown = Window::default();
-        probe.chars().for_each(|c| shown.push(c));
-        let shown = shown.last();
-        if let Some(p) = shown.and_then(|w| self.find_kept(&w, near)) {
-            return Some(p);
-        }
-        let mut source = Window::default();
+        let mut want = Window::default();
         let mut md = Markdown::mid_line();
         for c in probe.chars() {
             match md.step(c, 0) {
-                Step::Pass => source.push(c),
+                Step::Pass => want.push(c),
                 Step::Drop | Step::Hold => {}
                 Step::Release(pass) => {
-                    md.take_held().for_each(|(d, _)| source.push(d));
+                    md.take_held().for_each(|(d, _)| want.push(d));
                     if pass {
-                        source.push(c);
+                        want.push(c);
                     }
                 }
             }
         }
-        source.last().filter(|w| Some(*w) != shown).and_then(|w| self.find_kept(&w, near))
+        if want.n < PROBE {
+            return None;
+        }
+        self.find_kept(&want, near)
     }
 
-    fn find_kept(&self, want: &[char; PROBE], near: Option<f64>) -> Option<u32> {
+    fn find_kept(&self, want: &Window, near: Option<f64>) -> Option<u32> {
         let mut best: Option<u32> = None;
         for end in (PROBE - 1..self.ring.len()).rev() {
-            if !(0..PROBE).all(|k| self.at(end + 1 - PROBE + k).is_some_and(|(c, _)| c == want[k])) {
+            if !(0..PROBE).all(|k| self.at(end + 1 - PROBE + k).is_some_and(|(c, _)| c == want.at(k))) {
                 continue;
             }
             let pos = self.at(end + 1).map_or(self.pos, |(_, next)| next - 1);
@@ -294,10 +292,8 @@ impl TextTail {
         let shows = if rest <= HEAD {
             (0..rest).all(|i| self.answer_at(i) == k.get(s + i).map(|x| x.0))
         } else {
-            let mut want = [' '; PROBE];
-            for (w, x) in want.iter_mut().zip(&k[k.len() - PROBE..]) {
-                *w = x.0;
-            }
+            let mut want = Window::default();
+            k[k.len() - PROBE..].iter().for_each(|x| want.push(x.0));
             self.find_kept(&want, None).is_some()
         };
         let base = if clean { 0 } else { k.get(s - 1).map_or(0, |x| x.1) };
