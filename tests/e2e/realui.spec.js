@@ -327,11 +327,11 @@ for (const engine of ['chromium', 'firefox', 'webkit']) {
       // assistant-ui's " ●" in-progress dot, mounted with the text part — is taken as the
       // answer's first paint (`backdate` counts any changed element with text inside the found
       // one, at least 1 char). The typewriter shows its first char a frame or more later, so
-      // auto mode's first paint is a frame early in every answer: 0.2–0.3 ms past the rAF
-      // callback of the frame that showed the first char in Chromium, −8 to +1 ms in Firefox
-      // and WebKitGTK — a paint of that frame is at least half a frame past it (named:
-      // +16.8 ms or more) — and once 123 ms early in Firefox (the typewriter's first char came
-      // 162 ms after the first token). rum.observe on the text's span reads it right (above).
+      // auto mode's first paint is a frame early in every answer: −9 to +0.5 ms from the rAF
+      // callback of the frame that showed the first char (two runs, three engines) — a paint
+      // of that frame is at least half a frame past it (named: +16.3 ms or more) — and once
+      // 123 ms early in Firefox (the typewriter's first char came 162 ms after the first
+      // token). rum.observe on the text's span reads it right (above).
       test.fail(`${lib.name}: auto mode's first paint is the frame that showed the typewriter's first char`, () => {
         const runs = conversations[lib.name];
         expect(runs, 'the conversations ran').toBeDefined();
