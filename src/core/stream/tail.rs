@@ -440,27 +440,20 @@ mod tests {
 
     #[test]
     fn probes_find_code_and_numbered_lists() {
-        let raw = "```js\nconst a = 1;\n```\n\n1. first step here\n2. second step here\n";
+        let raw = "```js\nconst a = 1;\n```\n\n1. first step here\n2. second step here\n3. Keep it.\n\n```js\nlet b = 2;\n```\n";
         let t = fed(raw);
         let at = |prefix: &str| prefix.chars().count() as u32;
-        assert_eq!(t.find("first step here\nsecond step", None), Some(at("```js\nconst a = 1;\n```\n\n1. first step here\n2. second step ")));
+        let steps = "```js\nconst a = 1;\n```\n\n1. first step here\n2. second step ";
+        // Rendered: list numbers are markers, a fence's language a class.
+        assert_eq!(t.find("first step here\nsecond step", None), Some(at(steps)));
         assert_eq!(t.find("const a = 1;\nfirst", None), Some(at("```js\nconst a = 1;\n```\n\n1. first ")));
-    }
-
-    #[test]
-    fn probes_of_markdown_shown_as_typed() {
-        // A plain-text chat or a typewriter over the raw text shows list numbers and a fence's
-        // language, which the answer side drops.
-        let raw = "## Steps\n\n1. Stream the response.\n2. Render each token.\n3. Keep it free.\n\n```js\nconst a = 1;\n```\nDone now";
-        let t = fed(raw);
-        let at = |prefix: &str| prefix.chars().count() as u32;
-        assert_eq!(t.find("the response.\n2. Render each", None), Some(at("## Steps\n\n1. Stream the response.\n2. Render each ")));
-        assert_eq!(t.find("Render each token.\n3. K", None), Some(at("## Steps\n\n1. Stream the response.\n2. Render each token.\n3. K")));
-        assert_eq!(t.find("it free.\n\n```js\nconst a", None), Some(at("## Steps\n\n1. Stream the response.\n2. Render each token.\n3. Keep it free.\n\n```js\nconst a = ")));
-        // As rendered (numbers as list markers, the language a class): as before.
-        assert_eq!(t.find("the response.\nRender each", None), Some(at("## Steps\n\n1. Stream the response.\n2. Render each ")));
-        // A number inside a line stays text on both sides: not found where the answer has none.
-        assert_eq!(t.find("the response. 2 Render each", None), None);
+        // Shown as typed (a plain-text chat, a typewriter over the raw text): the numbers and the
+        // language are on screen, and dropped from the probe as from the answer.
+        assert_eq!(t.find("first step here\n2. second step", None), Some(at(steps)));
+        assert_eq!(t.find("second step here\n3. K", None), Some(at("```js\nconst a = 1;\n```\n\n1. first step here\n2. second step here\n3. K")));
+        assert_eq!(t.find("here\n3. Keep it.\n\n```js\nlet b", None), Some(at(&raw[..raw.rfind("2;").unwrap()])));
+        // A number inside a line is text on both sides: no match where the answer has none.
+        assert_eq!(t.find("first step here 2 second step", None), None);
     }
 
     #[test]
