@@ -16,8 +16,10 @@
 // answer's first token, so the two runs' network times cancel — within one frame of the
 // comparison run's over the conversation (the median, with the runs' paint error bounds on
 // top), within six frames on each answer (the runs' frames and the libraries' timers fall at
-// different phases). Figures: `realui <library> …`
-// lines and test-results/realui.json.
+// different phases). A virtualised conversation (react-virtuoso) runs the same checks; behind a
+// typewriter (assistant-ui's smooth text) the record's renderDelay, first and last paint are
+// also held against the frames the page recorded showing each char (harness.js `shown`).
+// Figures: `realui <library> …` lines and test-results/realui.json.
 import { test, expect } from '@playwright/test';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -48,6 +50,23 @@ const LIBS = [
   { name: 'vue', named: '.msg.assistant .text', turns: ['default', 'code', 'list', 'stop:steps', 'regenerate'] },
   { name: 'assistant-ui', named: '.msg.assistant .md', turns: ['steps', 'code', 'list', 'stop:default', 'regenerate'] },
   { name: 'nlux', named: '.nlux_msg_received .nlux-markdown-container', turns: ['list', 'code', 'steps', 'default'] },
+  // A long chat (44 earlier messages) in a virtualised list that follows the output: only the
+  // streaming answer's own bubble is named (the one with a cursor) — the items Virtuoso mounts
+  // as it scrolls are earlier answers.
+  { name: 'virtuoso', named: '.msg.assistant:has(> .cursor) .md', turns: ['list', 'code', 'steps', 'stop:default', 'regenerate'] },
+  // A typewriter (assistant-ui's smooth text, its default): the answers arrive in bursts of 8
+  // tokens (~35 chars every 160 ms) that it reveals over the next frames. `shown`: the page
+  // records which frames showed how much of each answer's text (harness.js), the ground truth
+  // for render delay. ASCII answers only (its text length is then the answer's chars) and no
+  // regenerate (the page's n-th text element is the n-th answer's). Named: the text's own
+  // element (not the bubble, whose " ●" in-progress dot alone is text).
+  {
+    name: 'assistant-ui-smooth',
+    named: '.msg.assistant .md span[data-status]',
+    shown: '.msg.assistant .md span[data-status]',
+    timing: 'prefill_ms=100&gap_ms=20&per_chunk=8&tokens=48',
+    turns: ['steps', 'list', 'code', 'list'],
+  },
 ];
 
 const figures = {};
@@ -102,8 +121,9 @@ test.afterAll(async () => {
 async function conversation(b, lib, named, wire) {
   const id = testId(`realui-${b.engine}-${lib.name}${named ? '-named' : ''}`);
   const sink = `${collector.origins[0]}/v1/rum`;
-  const params = new URLSearchParams({ collector: sink, test: id, q: TIMING });
+  const params = new URLSearchParams({ collector: sink, test: id, q: lib.timing || TIMING });
   if (named) params.set('named', lib.named);
+  if (lib.shown) params.set('shown', lib.shown);
   if (wire) wire.length = 0;
   await b.goto(`${ORIGIN()}/realui/${lib.name}.html?${params}`);
   // The core in (init() resolves before it is: issue 14), active.
@@ -125,6 +145,11 @@ async function conversation(b, lib, named, wire) {
   }
   const answers = await b.evaluate('window.answers');
   expect(await b.evaluate('window.pageErrors')).toEqual([]);
+  if (lib.shown) {
+    const shown = await b.evaluate('window.shown');
+    expect(shown.length, `${lib.name}: one text element per answer`).toBe(answers.length);
+    answers.forEach((a, i) => (a.frames = shown[i]));
+  }
   await b.evaluate('window.rum.flush().then(() => true)');
   const records = async () => (await b.evaluate('window.beacons')).flatMap((x) => x.records);
   const t0 = Date.now();
@@ -140,6 +165,37 @@ async function conversation(b, lib, named, wire) {
     a.rec = mine[0];
   }
   return answers;
+}
+
+/** The SDK stamps a chunk as it passes to the app, so its arrival times are the app's reads or
+ * a little earlier: within 3 ms (engines.spec.js, the SDK's stamps against the app's reads). */
+const ARRIVAL_SLOP_MS = 3;
+/** The coarsest clock step of the three engines' performance.now() (Firefox: 1 ms). */
+const CLOCK_STEP_MS = 1;
+
+/** Nearest rank over chars, as the record's renderDelay statistics (src/core/paint/delays.rs). */
+const rank = (xs, q) => [...xs].sort((x, y) => x - y)[Math.max(0, Math.ceil(q * xs.length * (1 - 1e-12)) - 1)];
+
+/**
+ * Render delay as the page recorded it (harness.js `shown`), per char of answer `a`: from when
+ * the app read it to the first frame that showed it — `lo` its rAF callback, `hi` the end of the
+ * window in which the screen showed that frame. The statistics of the record's renderDelay
+ * ({first, p50, p95, max}) computed over each end.
+ */
+function typewriterTruth(a) {
+  const lo = [];
+  const hi = [];
+  let ai = 0;
+  let fi = 0;
+  for (let i = 1; i <= a.chars; i++) {
+    while (a.arrivals[ai][1] < i) ai++;
+    while (fi < a.frames.length && a.frames[fi].len < i) fi++;
+    if (fi === a.frames.length) return null; // never shown whole
+    lo.push(a.frames[fi].lo - a.arrivals[ai][0]);
+    hi.push(a.frames[fi].hi - a.arrivals[ai][0]);
+  }
+  const stats = (d) => ({ first: d[0], p50: rank(d, 0.5), p95: rank(d, 0.95), max: Math.max(...d), last: d[d.length - 1] });
+  return { lo: stats(lo), hi: stats(hi) };
 }
 
 const median = (xs) => {
@@ -171,11 +227,18 @@ for (const engine of ['chromium', 'firefox', 'webkit']) {
     test.afterAll(async () => {
       if (b) await b.quit();
     });
+    /** Each library's two runs (auto, named), for the typewriter's tests below. */
+    const conversations = {};
 
     for (const lib of LIBS) {
       test(`${lib.name}: init({ collector }) alone finds every answer's element, its first paint within a frame of rum.observe(el)`, async () => {
         test.setTimeout(180_000);
         const runs = {};
+        // WebKitGTK's first answers on a fresh page come a few slow frames late, in whichever
+        // run goes first (virtuoso, swapping the runs' order: auto − named +87/+70 ms on its
+        // first two answers with auto first, −111/−99 ms with named first): one answer first,
+        // unmeasured.
+        if (engine === 'webkit') await conversation(b, { ...lib, turns: lib.turns.slice(0, 1) }, false, wire);
         for (const named of [false, true]) runs[named ? 'named' : 'auto'] = await conversation(b, lib, named, wire);
         const diffs = [];
         const errs = [];
@@ -203,12 +266,76 @@ for (const engine of ['chromium', 'firefox', 'webkit']) {
           // for an assistant-ui one, both with auto mode the earlier).
           expect(Math.abs(d), `${what}: auto − named first paint`).toBeLessThanOrEqual(6 * FRAME_MS + a.rec.paintErrorMs + n.rec.paintErrorMs);
         }
+        conversations[lib.name] = runs;
         // The conversation: within a frame (the issue's bug read 20–62 ms late on every answer
         // opening with markdown punctuation).
         expect(Math.abs(median(diffs)), `${engine} ${lib.name}: median auto − named first paint`).toBeLessThanOrEqual(FRAME_MS + median(errs));
         const maxAbs = Math.max(...diffs.map(Math.abs));
         figures[`${engine} ${lib.name}`] = { autoMinusNamedMs: { median: median(diffs), maxAbs, all: diffs } };
         console.log(`realui ${engine} ${lib.name}: auto − named first paint median ${median(diffs).toFixed(1)} ms, max |${maxAbs.toFixed(1)}| ms over ${diffs.length} answers`);
+      });
+    }
+
+    for (const lib of LIBS.filter((l) => l.shown)) {
+      // A typewriter's lag is render delay: each statistic of the record's renderDelay, its
+      // first paint (after the first token) and its last paint (after the last token) within
+      // the page's own frames for the same chars ([lo, hi]: typewriterTruth), widened by the
+      // record's own paint error bound (± paintErrorMs) and the arrival stamps' difference. A
+      // first paint is never before the frame that showed the first char: its time is its
+      // frame's bracket's midpoint, at least half a frame past that frame's rAF callback (the
+      // bracket reaches a frame past the next frame's callback), less a clock step.
+      const check = (what, a, keys) => {
+        const t = typewriterTruth(a);
+        expect(t, `${what}: the page showed the whole answer`).not.toBeNull();
+        // The fixture: a typewriter that lags its arrivals by more than a frame or two.
+        expect(t.lo.p95, `${what}: the typewriter lags`).toBeGreaterThan(3 * FRAME_MS);
+        const r = a.rec;
+        const e = r.paintErrorMs + ARRIVAL_SLOP_MS;
+        const got = { ...r.renderDelay, firstPaint: r.marks.firstPaint - r.marks.firstToken, lastPaint: r.marks.lastPaint - r.marks.lastToken };
+        const truthOf = (k) => (k === 'firstPaint' ? 'first' : k === 'lastPaint' ? 'last' : k);
+        for (const k of keys) {
+          const lo = k === 'first' || k === 'firstPaint' ? t.lo[truthOf(k)] + FRAME_MS / 2 - CLOCK_STEP_MS : t.lo[truthOf(k)] - e;
+          expect(got[k], `${what}: ${k} vs the page's frames`).toBeGreaterThanOrEqual(lo);
+          expect(got[k], `${what}: ${k} vs the page's frames`).toBeLessThanOrEqual(t.hi[truthOf(k)] + e);
+        }
+      };
+      const f1 = (v) => v.toFixed(1);
+      const ALL = ['first', 'p50', 'p95', 'max', 'firstPaint', 'lastPaint'];
+
+      test(`${lib.name}: the typewriter's lag reads as render delay (frames the page recorded)`, () => {
+        const runs = conversations[lib.name];
+        expect(runs, 'the conversations ran (the test above)').toBeDefined();
+        for (const [mode, run] of Object.entries(runs)) {
+          // Auto mode's first paint: the failing test below.
+          const keys = mode === 'auto' ? ALL.filter((k) => k !== 'first' && k !== 'firstPaint') : ALL;
+          for (const [i, a] of run.entries()) {
+            const what = `${engine} ${lib.name} ${mode} answer ${i + 1} (${a.prompt})`;
+            const t = typewriterTruth(a);
+            if (t) {
+              const got = { ...a.rec.renderDelay, firstPaint: a.rec.marks.firstPaint - a.rec.marks.firstToken, lastPaint: a.rec.marks.lastPaint - a.rec.marks.lastToken };
+              const truthOf = (k) => (k === 'firstPaint' ? 'first' : k === 'lastPaint' ? 'last' : k);
+              console.log(`realui typewriter ${what}: ` + ALL.map((k) => `${k} ${f1(got[k])} [${f1(t.lo[truthOf(k)])}, ${f1(t.hi[truthOf(k)])}]`).join(', ') + ` ms, paint error ±${f1(a.rec.paintErrorMs)}`);
+              (figures[`${engine} ${lib.name} typewriter ${mode}`] ||= []).push({ record: got, truthLo: t.lo, truthHi: t.hi, paintErrorMs: a.rec.paintErrorMs });
+            }
+            check(what, a, keys);
+          }
+        }
+      });
+
+      // DEFECT (js/capture/paint.js, auto mode's backdating of the frames before the element is
+      // found): a frame in which only the bubble's own text changed after the first token —
+      // assistant-ui's " ●" in-progress dot, mounted with the text part — is taken as the
+      // answer's first paint (`backdate` counts any changed element with text inside the found
+      // one, at least 1 char). The typewriter shows its first char a frame or more later, so
+      // auto mode's first paint is a frame early in every answer: −9 to +0.5 ms from the rAF
+      // callback of the frame that showed the first char (two runs, three engines) — a paint
+      // of that frame is at least half a frame past it (named: +16.3 ms or more) — and once
+      // 123 ms early in Firefox (the typewriter's first char came 162 ms after the first
+      // token). rum.observe on the text's span reads it right (above).
+      test.fail(`${lib.name}: auto mode's first paint is the frame that showed the typewriter's first char`, () => {
+        const runs = conversations[lib.name];
+        expect(runs, 'the conversations ran').toBeDefined();
+        for (const [i, a] of runs.auto.entries()) check(`${engine} ${lib.name} auto answer ${i + 1} (${a.prompt})`, a, ['first', 'firstPaint']);
       });
     }
   });

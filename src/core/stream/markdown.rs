@@ -66,6 +66,12 @@ impl Default for Markdown {
 }
 
 impl Markdown {
+    /// A machine that starts inside a line's text (a probe: the end of what a screen shows,
+    /// cut anywhere): only what follows its first line break can be a block marker.
+    pub fn mid_line() -> Markdown {
+        Markdown { line: Line::Text, ..Markdown::default() }
+    }
+
     /// The held digits (with their raw positions), oldest first; clears them.
     pub fn take_held(&mut self) -> impl Iterator<Item = (char, u32)> + '_ {
         let n = core::mem::take(&mut self.n_held);

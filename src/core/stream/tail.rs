@@ -72,6 +72,28 @@ pub enum Claim {
     Yes(u32, bool),
 }
 
+/// The last `PROBE` kept chars of a probe, fed in order (O(1) per char, no allocation).
+#[derive(Default)]
+struct Window {
+    buf: [char; PROBE],
+    n: usize,
+}
+
+impl Window {
+    fn push(&mut self, c: char) {
+        if keep(c) {
+            self.buf[self.n % PROBE] = c;
+            self.n += 1;
+        }
+    }
+
+    /// Its k-th char of the last `PROBE` (0 = oldest), read in place (no rotated copy:
+    /// `rotate_left` alone cost ~0.3 KB of wasm).
+    fn at(&self, k: usize) -> char {
+        self.buf[(self.n + k) % PROBE]
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct TextTail {
     /// (char, raw chars up to and including it), a ring once full.
@@ -152,26 +174,41 @@ impl TextTail {
     /// fed. Repetitive text (lists, code) can hold several occurrences: the one nearest `near`
     /// (an estimate of the progress) wins, else the latest. None: too short a probe, or not in
     /// the remembered tail.
+    ///
+    /// The probe goes through the same markdown rules as the answer (`markdown.rs`, from inside
+    /// a line: a probe is cut anywhere): a screen that shows the markdown source as typed (a
+    /// plain-text chat; a typewriter revealing the raw text) shows an ordered list's numbers and
+    /// a fence's language, which the answer side dropped; a rendered screen has none of them to
+    /// drop (but a code box's line opening with `1. `, which it cannot tell from a list: such a
+    /// probe fails). With `keep` alone every probe across a `1.` or a ```` ```js ```` failed, and a
+    /// failed probe at the end reads as "the end is on screen" (`PaintTracker::
+    /// final_paint_seen`): a typewriter's record closed with a third of the answer unshown
+    /// (tests/e2e/realui.spec.js, assistant-ui's smooth text).
     pub fn find(&self, probe: &str, near: Option<f64>) -> Option<u32> {
-        let mut want = [' '; PROBE];
-        let mut n = 0;
-        for c in probe.chars().rev().filter(|c| keep(*c)) {
-            want[PROBE - 1 - n] = c;
-            n += 1;
-            if n == PROBE {
-                break;
+        let mut want = Window::default();
+        let mut md = Markdown::mid_line();
+        for c in probe.chars() {
+            match md.step(c, 0) {
+                Step::Pass => want.push(c),
+                Step::Drop | Step::Hold => {}
+                Step::Release(pass) => {
+                    md.take_held().for_each(|(d, _)| want.push(d));
+                    if pass {
+                        want.push(c);
+                    }
+                }
             }
         }
-        if n < PROBE {
+        if want.n < PROBE {
             return None;
         }
         self.find_kept(&want, near)
     }
 
-    fn find_kept(&self, want: &[char; PROBE], near: Option<f64>) -> Option<u32> {
+    fn find_kept(&self, want: &Window, near: Option<f64>) -> Option<u32> {
         let mut best: Option<u32> = None;
         for end in (PROBE - 1..self.ring.len()).rev() {
-            if !(0..PROBE).all(|k| self.at(end + 1 - PROBE + k).is_some_and(|(c, _)| c == want[k])) {
+            if !(0..PROBE).all(|k| self.at(end + 1 - PROBE + k).is_some_and(|(c, _)| c == want.at(k))) {
                 continue;
             }
             let pos = self.at(end + 1).map_or(self.pos, |(_, next)| next - 1);
@@ -255,10 +292,8 @@ impl TextTail {
         let shows = if rest <= HEAD {
             (0..rest).all(|i| self.answer_at(i) == k.get(s + i).map(|x| x.0))
         } else {
-            let mut want = [' '; PROBE];
-            for (w, x) in want.iter_mut().zip(&k[k.len() - PROBE..]) {
-                *w = x.0;
-            }
+            let mut want = Window::default();
+            k[k.len() - PROBE..].iter().for_each(|x| want.push(x.0));
             self.find_kept(&want, None).is_some()
         };
         let base = if clean { 0 } else { k.get(s - 1).map_or(0, |x| x.1) };
@@ -405,11 +440,20 @@ mod tests {
 
     #[test]
     fn probes_find_code_and_numbered_lists() {
-        let raw = "```js\nconst a = 1;\n```\n\n1. first step here\n2. second step here\n";
+        let raw = "```js\nconst a = 1;\n```\n\n1. first step here\n2. second step here\n3. Keep it.\n\n```js\nlet b = 2;\n```\n";
         let t = fed(raw);
         let at = |prefix: &str| prefix.chars().count() as u32;
-        assert_eq!(t.find("first step here\nsecond step", None), Some(at("```js\nconst a = 1;\n```\n\n1. first step here\n2. second step ")));
+        let steps = "```js\nconst a = 1;\n```\n\n1. first step here\n2. second step ";
+        // Rendered: list numbers are markers, a fence's language a class.
+        assert_eq!(t.find("first step here\nsecond step", None), Some(at(steps)));
         assert_eq!(t.find("const a = 1;\nfirst", None), Some(at("```js\nconst a = 1;\n```\n\n1. first ")));
+        // Shown as typed (a plain-text chat, a typewriter over the raw text): the numbers and the
+        // language are on screen, and dropped from the probe as from the answer.
+        assert_eq!(t.find("first step here\n2. second step", None), Some(at(steps)));
+        assert_eq!(t.find("second step here\n3. K", None), Some(at("```js\nconst a = 1;\n```\n\n1. first step here\n2. second step here\n3. K")));
+        assert_eq!(t.find("here\n3. Keep it.\n\n```js\nlet b", None), Some(at(&raw[..raw.rfind("2;").unwrap()])));
+        // A number inside a line is text on both sides: no match where the answer has none.
+        assert_eq!(t.find("first step here 2 second step", None), None);
     }
 
     #[test]

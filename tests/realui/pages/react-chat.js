@@ -1,15 +1,21 @@
 // A React 19 chat whose answer is rendered by a markdown component given by the page, re-rendered
 // on every token (a state update per delta), with a cursor element in the bubble while it
 // streams, a stop button and a regenerate button (a new bubble replaces the last answer).
+// `opts.history`: earlier messages the conversation opens with (a chat loaded from storage);
+// `opts.log(msgs, bubble)`: the element that lists the messages (default: a plain div of every
+// bubble; a virtualised list renders only those in view).
 import { createElement as h, useRef, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import { ask } from './harness.js';
 
 let ids = 0;
 
-export function mountChat(Markdown) {
+export function mountChat(Markdown, opts = {}) {
+  const plainLog = (msgs, bubble) => h('div', { className: 'log' }, msgs.map(bubble));
+  const log = opts.log || plainLog;
+  const history = (opts.history || []).map((m) => ({ ...m, id: ++ids }));
   function Chat() {
-    const [msgs, setMsgs] = useState([]);
+    const [msgs, setMsgs] = useState(history);
     const [busy, setBusy] = useState(false);
     const ctl = useRef(null);
     const input = useRef(null);
@@ -37,17 +43,13 @@ export function mountChat(Markdown) {
     return h(
       'div',
       { className: 'app' },
-      h(
-        'div',
-        { className: 'log' },
-        msgs.map((m) =>
-          h(
-            'div',
-            { key: m.id, className: 'msg ' + m.role },
-            h('b', null, m.role === 'user' ? 'You' : 'Assistant'),
-            m.role === 'user' ? h('p', null, m.text) : h('div', { className: 'md' }, h(Markdown, null, m.text)),
-            m.streaming ? h('span', { className: 'cursor' }, '▍') : null,
-          ),
+      log(msgs, (m) =>
+        h(
+          'div',
+          { key: m.id, className: 'msg ' + m.role },
+          h('b', null, m.role === 'user' ? 'You' : 'Assistant'),
+          m.role === 'user' ? h('p', null, m.text) : h('div', { className: 'md' }, h(Markdown, null, m.text)),
+          m.streaming ? h('span', { className: 'cursor' }, '▍') : null,
         ),
       ),
       h(
