@@ -565,7 +565,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
    * found frames late — two panes alike until they differ — reports what its earlier frames
    * showed, not the first few dozen chars of it. */
   function remember(frame, el, probe) {
-    if (frame.els.length < AUTO_FRAME_ELS) frame.els.push({ el, len: probe.length < PROBE_CHARS ? probe.length : el.textContent.length, up: chain(el) });
+    if (frame.els.length < AUTO_FRAME_ELS) frame.els.push({ el, len: probe.length < PROBE_CHARS ? probe.length : el.textContent.length, probe, up: chain(el) });
   }
 
   /** Core's claim of `text` for `h` (Timeline::claim): −1 no, −2 not yet, else 2·base + label. */
@@ -713,11 +713,16 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
       if (fr.lo < since) continue;
       const hi = Math.min(i + 1 < f.frames.length ? f.frames[i + 1].lo : now, fr.lo + 2 * FRAME_MS) + FRAME_MS;
       let len = 0;
+      let probe = '';
       // `base` is measured on the element's text now: markup a renderer showed before the
       // answer's first letter (a literal ```js, a code box's label) is in it, and was all an
-      // early frame showed: still a paint of the answer (at least 1 char).
-      for (const x of fr.els) if (x.el === el || within(el, x)) len = Math.max(len, x.el === el ? Math.max(x.len - base, Math.min(x.len, 1)) : x.len);
-      if (len > 0 && core.fenced((c) => c.paint(h, (fr.lo + hi) / 2, len, (hi - fr.lo) / 2, ''), false)) {
+      // early frame showed: still a paint of the answer (at least 1 char). The probe goes
+      // along: a frame that changed only the UI's own chrome (a " ●" dot) shows none of it.
+      for (const x of fr.els) {
+        const n = x.el === el ? Math.max(x.len - base, Math.min(x.len, 1)) : x.len;
+        if ((x.el === el || within(el, x)) && n > len) [len, probe] = [n, x.probe];
+      }
+      if (len > 0 && core.fenced((c) => c.paint(h, (fr.lo + hi) / 2, len, (hi - fr.lo) / 2, probe), false)) {
         const w = watches.get(h); // the record is complete (its end was painted already)
         if (w) p.done(w);
         return;

@@ -306,8 +306,6 @@ for (const engine of ['chromium', 'firefox', 'webkit']) {
         const runs = conversations[lib.name];
         expect(runs, 'the conversations ran (the test above)').toBeDefined();
         for (const [mode, run] of Object.entries(runs)) {
-          // Auto mode's first paint: the failing test below.
-          const keys = mode === 'auto' ? ALL.filter((k) => k !== 'first' && k !== 'firstPaint') : ALL;
           for (const [i, a] of run.entries()) {
             const what = `${engine} ${lib.name} ${mode} answer ${i + 1} (${a.prompt})`;
             const t = typewriterTruth(a);
@@ -317,25 +315,9 @@ for (const engine of ['chromium', 'firefox', 'webkit']) {
               console.log(`realui typewriter ${what}: ` + ALL.map((k) => `${k} ${f1(got[k])} [${f1(t.lo[truthOf(k)])}, ${f1(t.hi[truthOf(k)])}]`).join(', ') + ` ms, paint error ±${f1(a.rec.paintErrorMs)}`);
               (figures[`${engine} ${lib.name} typewriter ${mode}`] ||= []).push({ record: got, truthLo: t.lo, truthHi: t.hi, paintErrorMs: a.rec.paintErrorMs });
             }
-            check(what, a, keys);
+            check(what, a, ALL);
           }
         }
-      });
-
-      // DEFECT (js/capture/paint.js, auto mode's backdating of the frames before the element is
-      // found): a frame in which only the bubble's own text changed after the first token —
-      // assistant-ui's " ●" in-progress dot, mounted with the text part — is taken as the
-      // answer's first paint (`backdate` counts any changed element with text inside the found
-      // one, at least 1 char). The typewriter shows its first char a frame or more later, so
-      // auto mode's first paint is a frame early in every answer: −9 to +0.5 ms from the rAF
-      // callback of the frame that showed the first char (two runs, three engines) — a paint
-      // of that frame is at least half a frame past it (named: +16.3 ms or more) — and once
-      // 123 ms early in Firefox (the typewriter's first char came 162 ms after the first
-      // token). rum.observe on the text's span reads it right (above).
-      test.fail(`${lib.name}: auto mode's first paint is the frame that showed the typewriter's first char`, () => {
-        const runs = conversations[lib.name];
-        expect(runs, 'the conversations ran').toBeDefined();
-        for (const [i, a] of runs.auto.entries()) check(`${engine} ${lib.name} auto answer ${i + 1} (${a.prompt})`, a, ['first', 'firstPaint']);
       });
     }
   });

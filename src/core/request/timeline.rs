@@ -6,6 +6,7 @@
 
 use alloc::{string::String, vec::Vec};
 use crate::core::config::Config;
+use crate::core::stream::tail::chrome_only;
 use crate::core::util::text::truncate;
 use crate::core::util::url::strip_query;
 use crate::core::util::hex;
@@ -196,6 +197,11 @@ impl Timeline {
     /// at `t − err_ms`, ending with `probe` (the element's last few dozen chars; "" when
     /// unknown).
     pub fn on_paint(&mut self, t: f64, len: u32, err_ms: f64, probe: &str) {
+        // A frame whose shown text is only the UI's own chrome (assistant-ui's ` ●` in-progress
+        // dot beside a typewriter that shows its first char frames later, issue 29) shows none
+        // of the answer: not its first paint. Known where the probe (the element's last chars)
+        // covers all of the shown text.
+        let len = if chrome_only(probe, len) { 0 } else { len };
         let chars = self.content.content_chars;
         // Where the probe should be, by the raw/rendered ratio at the last match: picks the
         // right one of several occurrences in repetitive text.

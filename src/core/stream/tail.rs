@@ -36,6 +36,33 @@ pub const HEAD: usize = 32;
 /// answer is shorter so far): 8 survive markdown (a leading link's URL is further in).
 pub const ANCHOR: usize = 8;
 
+/// What a chat UI draws around an answer and no answer text is: whitespace, and the non-ASCII
+/// chars `keep` drops (a `●` in-progress dot, a `▍` cursor, `…`). ASCII punctuation is not: a
+/// literal `#` or `-` on screen is the answer's markdown, shown as typed.
+pub fn chrome(c: char) -> bool {
+    c.is_whitespace() || (!c.is_ascii() && !keep(c))
+}
+
+/// Whether the last `len` UTF-16 units of `probe` (an element's last chars) are all `chrome`:
+/// a frame showing `len` chars of that element showed nothing of the answer. False when the
+/// probe is shorter than `len` (it does not tell) or `len` is 0.
+pub fn chrome_only(probe: &str, len: u32) -> bool {
+    if len == 0 {
+        return false;
+    }
+    let mut n = 0usize;
+    for c in probe.chars().rev() {
+        if n >= len as usize {
+            return true;
+        }
+        if !chrome(c) {
+            return false;
+        }
+        n += c.len_utf16();
+    }
+    n >= len as usize
+}
+
 /// The normalisation rule shared by the answer text and the probes.
 pub fn keep(c: char) -> bool {
     if c.is_ascii() {
@@ -454,6 +481,20 @@ mod tests {
         assert_eq!(t.find("here\n3. Keep it.\n\n```js\nlet b", None), Some(at(&raw[..raw.rfind("2;").unwrap()])));
         // A number inside a line is text on both sides: no match where the answer has none.
         assert_eq!(t.find("first step here 2 second step", None), None);
+    }
+
+    #[test]
+    fn chrome_only_frames_show_no_answer() {
+        // assistant-ui's in-progress dot alone, a cursor alone: nothing of the answer.
+        assert!(chrome_only(" ●", 2));
+        assert!(chrome_only("Earlier answer.\n▍", 2));
+        // Markdown shown as typed is the answer's; so is any letter among the shown chars.
+        assert!(!chrome_only("#", 1));
+        assert!(!chrome_only("- ", 2));
+        assert!(!chrome_only("Hi ●", 4));
+        // The probe must cover what was shown; nothing shown is not a question.
+        assert!(!chrome_only(" ●", 3));
+        assert!(!chrome_only(" ●", 0));
     }
 
     #[test]
