@@ -54,6 +54,12 @@ const LIBS = [
   // streaming answer's own bubble is named (the one with a cursor) — the items Virtuoso mounts
   // as it scrolls are earlier answers.
   { name: 'virtuoso', named: '.msg.assistant:has(> .cursor) .md', turns: ['list', 'code', 'steps', 'stop:default', 'regenerate'] },
+  // A bubble keyed by its content: React re-creates the answer's element on every token. Auto
+  // mode re-binds to each replacement (the same record, followed to its last paint). A named
+  // element is gone a token after it is named (rum.observe is not re-bound: the app named that
+  // node), so the reference run is the same chat keyed by id (`namedOn`: the react-markdown
+  // page, the same library and answers).
+  { name: 'react-keyed', named: '.msg.assistant .md', namedOn: 'react-markdown', turns: ['list', 'code', 'steps', 'stop:default', 'regenerate'], replaced: true },
   // A typewriter (assistant-ui's smooth text, its default): the answers arrive in bursts of 8
   // tokens (~35 chars every 160 ms) that it reveals over the next frames. `shown`: the page
   // records which frames showed how much of each answer's text (harness.js), the ground truth
@@ -125,7 +131,7 @@ async function conversation(b, lib, named, wire) {
   if (named) params.set('named', lib.named);
   if (lib.shown) params.set('shown', lib.shown);
   if (wire) wire.length = 0;
-  await b.goto(`${ORIGIN()}/realui/${lib.name}.html?${params}`);
+  await b.goto(`${ORIGIN()}/realui/${(named && lib.namedOn) || lib.name}.html?${params}`);
   // The core in (init() resolves before it is: issue 14), active.
   await b.waitFor('window.rumActive === true');
   const count = () => b.evaluate('window.answers.length');
@@ -252,6 +258,12 @@ for (const engine of ['chromium', 'firefox', 'webkit']) {
             expect(x.rec.chars, `${what}: chars`).toBe(x.chars);
             expect(x.rec.marks.firstPaint, `${what}: firstPaint`).not.toBeNull();
             expect(x.rec.buffered, `${what}: buffered`).toBe(false);
+          }
+          if (lib.replaced && a.outcome === 'ok') {
+            // Followed through every replacement to the frame that showed its end.
+            expect(a.rec.marks.lastPaint, `${what}: lastPaint`).toBeGreaterThanOrEqual(a.rec.marks.lastToken);
+            expect(a.rec.marks.lastPaint - a.rec.marks.lastToken, `${what}: lastPaint − lastToken`).toBeLessThanOrEqual(6 * FRAME_MS + a.rec.paintErrorMs);
+            expect(a.rec.stalls.count, `${what}: no stall made of re-binding`).toBe(0);
           }
           // From the first token: the network's share cancels between the two runs.
           const lag = (x) => x.rec.marks.firstPaint - x.rec.marks.firstToken;

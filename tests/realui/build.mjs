@@ -7,7 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-export const PAGES = ['react-markdown', 'streamdown', 'vue', 'assistant-ui', 'nlux', 'virtuoso', 'assistant-ui-smooth'];
+export const PAGES = ['react-markdown', 'streamdown', 'vue', 'assistant-ui', 'nlux', 'virtuoso', 'assistant-ui-smooth', 'react-keyed'];
 
 export async function buildPages(dir, names = PAGES) {
   const out = path.resolve(dir);

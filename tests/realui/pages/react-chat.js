@@ -3,7 +3,8 @@
 // streams, a stop button and a regenerate button (a new bubble replaces the last answer).
 // `opts.history`: earlier messages the conversation opens with (a chat loaded from storage);
 // `opts.log(msgs, bubble)`: the element that lists the messages (default: a plain div of every
-// bubble; a virtualised list renders only those in view).
+// bubble; a virtualised list renders only those in view); `opts.key(m)`: a bubble's React key
+// (default its id; one that changes per token re-creates the bubble per token).
 import { createElement as h, useRef, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import { ask } from './harness.js';
@@ -46,7 +47,7 @@ export function mountChat(Markdown, opts = {}) {
       log(msgs, (m) =>
         h(
           'div',
-          { key: m.id, className: 'msg ' + m.role },
+          { key: opts.key ? opts.key(m) : m.id, className: 'msg ' + m.role },
           h('b', null, m.role === 'user' ? 'You' : 'Assistant'),
           m.role === 'user' ? h('p', null, m.text) : h('div', { className: 'md' }, h(Markdown, null, m.text)),
           m.streaming ? h('span', { className: 'cursor' }, '▍') : null,
