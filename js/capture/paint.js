@@ -462,13 +462,20 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
       // Per mutation only this (an observer callback must not throw into the page).
       try {
         for (const r of records) {
-          // An added element before its parent: a re-render that inserts a new message node
-          // is found by that node, not by the chat log around it.
+          // The elements a re-render inserted, rather than their parent: a new message node is
+          // found (and its frames placed) by that node, not by the chat log around it — whose
+          // earlier messages a short conversation's would pass for a label.
+          let added = false;
           for (const n of r.addedNodes) {
-            if (n.nodeType === 1 && f.nodes.size < AUTO_MAX_NODES) f.nodes.add(n);
+            if (n.nodeType === 1) {
+              added = true;
+              if (f.nodes.size < AUTO_MAX_NODES) f.nodes.add(n);
+            }
             if (n.shadowRoot) root(f, n.shadowRoot);
           }
-          if (f.nodes.size < AUTO_MAX_NODES) f.nodes.add(r.target);
+          // A removal alone shows nothing new.
+          const removal = r.type === 'childList' && !r.addedNodes.length;
+          if (!added && !removal && f.nodes.size < AUTO_MAX_NODES) f.nodes.add(r.target);
         }
         tick(f);
       } catch (e) {
@@ -565,7 +572,21 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
    * found frames late — two panes alike until they differ — reports what its earlier frames
    * showed, not the first few dozen chars of it. */
   function remember(frame, el, probe) {
-    if (frame.els.length < AUTO_FRAME_ELS) frame.els.push({ el, len: probe.length < PROBE_CHARS ? probe.length : el.textContent.length, probe, up: chain(el) });
+    if (frame.els.length < AUTO_FRAME_ELS) frame.els.push({ el, len: probe.length < PROBE_CHARS ? probe.length : el.textContent.length, probe, up: chain(el), prev: el.previousElementSibling });
+  }
+
+  /**
+   * Where remembered change `x` is now: its element, or the node that took its place — same
+   * tag and class, where it was (after the same sibling, in the same parent: React re-creating a
+   * bubble keyed by its content) — else null. Not its parent: a bubble re-created per token
+   * would place the answer's earlier frames in the whole chat log.
+   */
+  function placeOf(x) {
+    if (x.el.isConnected) return x.el;
+    const par = x.up[0];
+    if (!par || !par.isConnected) return null;
+    const r = x.prev ? (x.prev.parentNode === par ? x.prev.nextElementSibling : null) : par.firstElementChild;
+    return r && r.tagName === x.el.tagName && r.getAttribute('class') === x.el.getAttribute('class') ? r : null;
   }
 
   /** Core's claim of `text` for `h` (Timeline::claim): −1 no, −2 not yet, else 2·base + label. */
@@ -684,7 +705,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     for (const fr of f.frames) {
       if (fr.lo < s.since) continue;
       for (const x of fr.els) {
-        const at = x.el.isConnected ? x.el : x.up.find((u) => u.isConnected); // what is left of it
+        const at = placeOf(x) || x.up.find((u) => u.isConnected); // it, its replacement, or what is left of it
         if (!x.len || !at || top.contains(at)) continue;
         let a = top;
         for (let i = 0; a && a.nodeType === 1 && a !== document.body && i < AUTO_MAX_CLIMB && !a.contains(at); i++) a = a.parentNode;
@@ -694,8 +715,14 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     return top;
   }
 
-  /** Whether remembered change `x` was inside `el` (it, or an ancestor it had then, still is). */
-  const within = (el, x) => el.contains(x.el) || (!x.el.isConnected && x.up.some((u) => u === el || (u.isConnected && el.contains(u))));
+  /** Whether remembered change `x` was inside `el` (it or its replacement is, or else an
+   * ancestor it had then is `el` or inside it). */
+  function within(el, x) {
+    if (el.contains(x.el)) return true;
+    if (x.el.isConnected) return false;
+    const r = placeOf(x);
+    return r ? el.contains(r) : x.up.some((u) => u === el || (u.isConnected && el.contains(u)));
+  }
 
   /**
    * `h`'s element `el` was found this frame (its rAF callback at `now`): the frames remembered
@@ -719,7 +746,8 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
       // early frame showed: still a paint of the answer (at least 1 char). The probe goes
       // along: a frame that changed only the UI's own chrome (a " ●" dot) shows none of it.
       for (const x of fr.els) {
-        const n = x.el === el ? Math.max(x.len - base, Math.min(x.len, 1)) : x.len;
+        // The element itself, or the node it replaced: its text before the answer is `base`.
+        const n = x.el === el || placeOf(x) === el ? Math.max(x.len - base, Math.min(x.len, 1)) : x.len;
         if ((x.el === el || within(el, x)) && n > len) [len, probe] = [n, x.probe];
       }
       if (len > 0 && core.fenced((c) => c.paint(h, (fr.lo + hi) / 2, len, (hi - fr.lo) / 2, probe), false)) {
