@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::query::agg::{metric_index, Agg, Sample, Want, METRICS, N_STAGES, STAGES};
-use crate::query::plan::{Ctx, Planner, QResult, Sink};
+use crate::query::plan::{Ctx, QResult, Rows, Sink};
 
 pub use crate::query::plan::Filter;
 
@@ -88,7 +88,7 @@ pub const MAX_ROUTES: usize = 20;
 pub const MAX_MODELS: usize = 20;
 
 /// `/api/summary`.
-pub fn summary(cx: &Ctx, f: &Filter) -> QResult<Value> {
+pub fn summary(cx: &dyn Rows, f: &Filter) -> QResult<Value> {
     let t = crate::query::plan::total_by_route(cx, f, Want::ALL)?;
     let a = &t.agg;
     let mut metrics = Map::new();
@@ -146,7 +146,7 @@ pub fn summary(cx: &Ctx, f: &Filter) -> QResult<Value> {
                    "upstreamBufferedRate": rate(a.upstream, a.up_n)})
         })
         .collect();
-    let (dropped, too_old, future) = beacon_totals(cx, f)?;
+    let (dropped, too_old, future) = cx.beacon_totals(f)?;
     Ok(json!({
         "count": a.n,
         "metrics": metrics,
@@ -167,7 +167,7 @@ pub fn summary(cx: &Ctx, f: &Filter) -> QResult<Value> {
 
 /// Dropped and refused counts of the beacons received in the window (beacons have no start
 /// time of their own): whole minutes from the beacon rollups, the rest from the beacons.
-fn beacon_totals(cx: &Ctx, f: &Filter) -> QResult<(f64, f64, f64)> {
+pub(crate) fn beacon_totals(cx: &Ctx, f: &Filter) -> QResult<(f64, f64, f64)> {
     let m0 = f.from.map(|x| (x / 60_000.0).ceil() as i64);
     let m1 = f.to.map(|x| (x / 60_000.0).floor() as i64);
     if let (Some(a), Some(b)) = (m0, m1) {
@@ -242,8 +242,8 @@ impl Sink for Buckets {
 
 /// `/api/timeseries`: the q-percentile of a metric per bucket of `bucket_ms` (by startEpochMs,
 /// aligned to the epoch). Buckets of whole minutes come from rollups; others from the records.
-pub fn timeseries(cx: &Ctx, f: &Filter, metric: usize, q: f64, bucket_ms: f64) -> QResult<Result<Vec<Value>, String>> {
-    let Some((a, b)) = crate::query::plan::window(cx.c, f, bucket_ms)? else {
+pub fn timeseries(cx: &dyn Rows, f: &Filter, metric: usize, q: f64, bucket_ms: f64) -> QResult<Result<Vec<Value>, String>> {
+    let Some((a, b)) = crate::query::plan::window(cx, f, bucket_ms)? else {
         return Ok(Ok(Vec::new()));
     };
     let mut pieces = Vec::new();
@@ -256,7 +256,7 @@ pub fn timeseries(cx: &Ctx, f: &Filter, metric: usize, q: f64, bucket_ms: f64) -
                 bucket_ms / 1000.0
             )));
         }
-        let planner = Planner::new(cx.c, f, a, b)?;
+        let planner = cx.planner(f, a, b)?;
         let mut k = b0;
         while k < b1 {
             let lo = (k * bucket_ms).max(a);
@@ -264,7 +264,7 @@ pub fn timeseries(cx: &Ctx, f: &Filter, metric: usize, q: f64, bucket_ms: f64) -
             planner.plan(lo, hi, &mut pieces);
             k += 1.0;
         }
-        planner.refine(cx, f, &mut pieces)?;
+        cx.refine(&planner, f, &mut pieces)?;
     } else {
         // Not whole minutes: no rollup fits a bucket, so the records are read (within the
         // query budget).
@@ -275,7 +275,7 @@ pub fn timeseries(cx: &Ctx, f: &Filter, metric: usize, q: f64, bucket_ms: f64) -
         metric,
         by: BTreeMap::new(),
     };
-    crate::query::plan::run(cx, &pieces, f, Want::metric(metric), &mut sink)?;
+    cx.run(&pieces, f, Want::metric(metric), &mut sink)?;
     Ok(Ok(sink
         .by
         .into_iter()
@@ -290,7 +290,7 @@ pub fn timeseries(cx: &Ctx, f: &Filter, metric: usize, q: f64, bucket_ms: f64) -
 /// Histogram of metrics on shared bins (the dashboard's ttft vs perceivedTtft chart), drawn from
 /// the sketches: each bucket's samples land in the bin of its representative value (within 1 %
 /// of each sample).
-pub fn histogram(cx: &Ctx, f: &Filter, names: &[&str], bins: usize) -> QResult<Value> {
+pub fn histogram(cx: &dyn Rows, f: &Filter, names: &[&str], bins: usize) -> QResult<Value> {
     let idx: Vec<usize> = names.iter().filter_map(|n| metric_index(n)).collect();
     let want = Want {
         metrics: idx.iter().fold(0, |m, i| m | (1 << i)),
@@ -322,7 +322,7 @@ pub fn histogram(cx: &Ctx, f: &Filter, names: &[&str], bins: usize) -> QResult<V
 }
 
 /// Stage medians over `[from, to)` (what the alert engine compares when an alert fires).
-pub fn window_stage_medians(cx: &Ctx, from: f64, to: f64) -> QResult<Vec<(String, f64)>> {
+pub fn window_stage_medians(cx: &dyn Rows, from: f64, to: f64) -> QResult<Vec<(String, f64)>> {
     let f = Filter {
         from: Some(from),
         to: Some(to),

@@ -12,6 +12,7 @@
 
 pub mod http;
 pub mod query;
+pub mod rollup;
 pub mod rows;
 pub mod spool;
 
@@ -85,6 +86,8 @@ pub struct ClickHouse {
     at_bound: Arc<AtomicBool>,
     retain_ms: Option<f64>,
     retention_due: Mutex<Instant>,
+    /// The minute rollups' builder, as last seen (rollup.rs).
+    pub rollups: rollup::Status,
 }
 
 impl ClickHouse {
@@ -117,6 +120,7 @@ impl ClickHouse {
             at_bound: Arc::default(),
             retain_ms: s.retain_ms,
             retention_due: Mutex::new(Instant::now()),
+            rollups: rollup::Status::default(),
         });
         let w = Writer {
             http: http.clone(),
@@ -132,6 +136,7 @@ impl ClickHouse {
             node: format!("{:x}", rand_u64()),
         };
         tokio::spawn(w.run(rx));
+        tokio::spawn(rollup::run(ch.clone(), schema_ready.clone()));
         tokio::spawn(drain(http, spool, schema_ready, last_error, drained, ch.at_bound.clone()));
         Ok(ch)
     }
@@ -183,6 +188,7 @@ impl ClickHouse {
                 "clickhouse": err.as_deref().unwrap_or("ok"),
                 "spool": {"batches": files, "bytes": bytes, "maxBytes": self.spool.max_bytes,
                           "refusedFull": self.refused_full.load(Ordering::Relaxed)},
+                "rollups": self.rollups.json(),
             }),
         )
     }
@@ -213,7 +219,7 @@ impl ClickHouse {
             .exec(
                 &format!(
                     "SELECT DISTINCT table, partition_id FROM system.parts WHERE database = {} AND active \
-                     AND table IN ('records', 'beacons') AND max_date <= toDate({}) FORMAT TSV",
+                     AND table IN ('records', 'beacons', 'rollups') AND max_date <= toDate({}) FORMAT TSV",
                     lit(db),
                     lit(&last_day)
                 ),

@@ -58,7 +58,9 @@ CREATE TABLE IF NOT EXISTS {db}.records (
     m_end Nullable(Float64),
     server_names Array(String),
     server_durs Array(Float64),
-    raw String
+    raw String,
+    -- ClickHouse's clock at the insert: which minutes changed since their rollup (rollup.rs).
+    ins DateTime MATERIALIZED now()
 ) ENGINE = ReplacingMergeTree(version)
 PARTITION BY day
 ORDER BY (hour, id);
@@ -82,3 +84,22 @@ CREATE TABLE IF NOT EXISTS {db}.beacons (
 ) ENGINE = ReplacingMergeTree
 PARTITION BY day
 ORDER BY (received_ms, id);
+
+
+-- Minute rollups (rollup.rs): per minute and (route, model, outcome) — '' for a missing route
+-- or model — the aggregate of the minute's collapsed records (`agg::Agg::encode`: counts and
+-- log-histogram sketches, as SQLite's rollups), recomputed whole when the minute's records
+-- change. `computed` is ClickHouse's clock when the rows were read; a read uses the newest
+-- computation of a minute (older rows of a key the minute no longer has are ignored) and only
+-- when every record of the minute was inserted `rollup::SETTLE_S` before it.
+CREATE TABLE IF NOT EXISTS {db}.rollups (
+    day Date,
+    minute Int64,
+    route String,
+    model String,
+    outcome String,
+    data String,
+    computed UInt32
+) ENGINE = ReplacingMergeTree(computed)
+PARTITION BY day
+ORDER BY (minute, route, model, outcome);

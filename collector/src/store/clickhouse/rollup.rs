@@ -1,0 +1,587 @@
+//! Minute rollups on ClickHouse, and the reads that use them (`Reader`: `query::plan::Rows` on
+//! ClickHouse, so the dashboard's answers and the window plan are the SQLite store's code).
+//!
+//! Why not a materialized view: it aggregates each insert as it comes, and inserts here carry
+//! copies (an SDK retry, a spooled batch whose timed-out insert had landed after all, a
+//! `partial` later completed) that only `FINAL` collapses. So a minute's row is recomputed from
+//! the collapsed records: `build` reads the minute's records `FINAL`, aggregates them with the
+//! SQLite rollups' code (`agg::Agg`, the log-histogram sketch) per (route, model, outcome), and
+//! inserts the rows stamped with ClickHouse's clock when the read began (`computed`).
+//!
+//! What tells a row is current — shared by every collector on the database, so nothing lives
+//! in one collector's memory: each record row carries `ins`, ClickHouse's clock at its insert
+//! (`MATERIALIZED now()`). A minute's rows answer a read only when every record of the minute
+//! was inserted more than `SETTLE` before they were computed; any later insert (a late record,
+//! a retry, a completed partial) makes the minute *dirty* and reads take it from the records
+//! until it is rebuilt. So a read is never stale: rollups only make it faster. `SETTLE` covers
+//! an insert that is still running when a rollup reads: an insert is visible once it returns,
+//! and the writer gives up on one after `INSERT_TIMEOUT` (its batch is then spooled and
+//! inserted again, with a new `ins`).
+//!
+//! Building: each collector's `run` looks once a second for minutes with inserts since its last
+//! look (`ins >=`), and rebuilds those whose last insert is `SETTLE` old and newer than their
+//! row. A minute is answered from its row at most `SETTLE` + about 2 s after its last insert
+//! (README: the staleness bound is about speed, not correctness). Several collectors on one
+//! database each rebuild the same minutes (the copies collapse: same key, same `computed`
+//! second or the later wins); that costs ClickHouse reads, never a wrong count.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hyper::body::Bytes;
+use serde::Deserialize;
+
+use crate::ingest::MARK_COLUMNS;
+use crate::query::agg::{stages_of, Agg, Sample, Want, MAX_SERVER_STAGES, METRICS, N_METRICS};
+use crate::query::plan::{Filter, Piece, Planner, QResult, QueryError, Rows, Sink};
+use crate::store::clickhouse::http::{lit, ChError};
+use crate::store::clickhouse::query::where_;
+use crate::store::clickhouse::ClickHouse;
+use crate::store::sqlite::rollup::{key_of, Key, MAX_KEYS, OTHER};
+
+/// A minute's rows are used once its last insert is this much older than they are (seconds):
+/// the writer's `INSERT_TIMEOUT`, one more for `now()`'s whole seconds, one of margin.
+pub const SETTLE_S: u32 = crate::store::clickhouse::INSERT_TIMEOUT.as_secs() as u32 + 2;
+/// Records read per rebuild statement at most (about 30 MB of answer).
+const BUILD_RECORDS: u64 = 50_000;
+const MINUTE_MS: f64 = 60_000.0;
+
+/// SQL of a record's minute.
+const MINUTE_SQL: &str = "toInt64(floor(start_ms / 60000))";
+
+/// What the builder last saw (for `/healthz` and the tests: "settled" is a look that began after
+/// the last insert and found no minute pending).
+#[derive(Default)]
+pub struct Status {
+    /// Minutes with records newer than their rows, at the last look.
+    pub pending: AtomicU64,
+    /// Minute rebuilds by this collector.
+    pub built: AtomicU64,
+    /// The collector's clock (epoch ms) when its last complete look began.
+    pub looked_at_ms: AtomicU64,
+    /// Minutes a read took from rows / record ranges it read (this collector's reads).
+    pub minutes_read: AtomicU64,
+    pub raw_pieces_read: AtomicU64,
+    pub error: Mutex<Option<String>>,
+}
+
+impl Status {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "pendingMinutes": self.pending.load(Ordering::Relaxed),
+            "builtMinutes": self.built.load(Ordering::Relaxed),
+            "lookedAtMs": self.looked_at_ms.load(Ordering::Relaxed),
+            "minutesReadFromRollups": self.minutes_read.load(Ordering::Relaxed),
+            "rawRangesRead": self.raw_pieces_read.load(Ordering::Relaxed),
+            "settleSeconds": SETTLE_S,
+            "error": self.error.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        })
+    }
+}
+
+/// The columns of a record as a `Sample` (`Rec`'s order); metrics `want` does not need read
+/// as NULL. Metrics and marks as arrays, so one typed row decodes them.
+fn sample_cols(want: Want) -> String {
+    let metrics: Vec<String> = METRICS
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            if want.has(i) {
+                format!("toFloat64({})", m.column)
+            } else {
+                "NULL".to_string()
+            }
+        })
+        .collect();
+    let marks: Vec<String> = MARK_COLUMNS
+        .iter()
+        .map(|c| if want.stages { c.to_string() } else { "NULL".to_string() })
+        .collect();
+    let server = if want.stages { "server_names, server_durs" } else { "emptyArrayString(), emptyArrayFloat64()" };
+    format!(
+        "start_ms, outcome, route, model, [{}], stalls_count, stalls_network, stalls_render, \
+         buffered, upstream_buffered, hidden, [{}], {server}",
+        metrics.join(", "),
+        marks.join(", ")
+    )
+}
+
+/// One row of `sample_cols` (`JSONCompact`).
+#[derive(Deserialize)]
+struct Rec(
+    f64,
+    String,
+    Option<String>,
+    Option<String>,
+    Vec<Option<f64>>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<u8>,
+    Option<u8>,
+    Option<u8>,
+    Vec<Option<f64>>,
+    Vec<String>,
+    Vec<f64>,
+);
+
+impl Rec {
+    fn sample(self) -> Sample {
+        let mut metrics = [None; N_METRICS];
+        for (m, v) in metrics.iter_mut().zip(self.4) {
+            *m = v;
+        }
+        let mut marks = [None; 8];
+        for (m, v) in marks.iter_mut().zip(self.11) {
+            *m = v;
+        }
+        Sample {
+            start_ms: self.0,
+            outcome: self.1,
+            route: self.2,
+            model: self.3,
+            metrics,
+            stages: stages_of(&marks),
+            stalls_count: self.5,
+            stalls_network: self.6,
+            stalls_render: self.7,
+            buffered: self.8.map(|b| b != 0),
+            upstream_buffered: self.9.map(|b| b != 0),
+            hidden: self.10.map(|b| b != 0),
+            server: self.12.into_iter().zip(self.13).collect(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Answer<T> {
+    data: Vec<T>,
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(body: &[u8]) -> QResult<Vec<T>> {
+    serde_json::from_slice::<Answer<T>>(body)
+        .map(|a| a.data)
+        .map_err(|e| QueryError::Failed(format!("ClickHouse answer: {e}")))
+}
+
+fn failed(e: ChError) -> QueryError {
+    match e {
+        ChError::Timeout => QueryError::Budget,
+        // TIMEOUT_EXCEEDED: ClickHouse stopped it at max_execution_time.
+        ChError::Server(_, m) if m.contains("Code: 159") => QueryError::Budget,
+        e => QueryError::Failed(e.to_string()),
+    }
+}
+
+impl ClickHouse {
+    /// A statement's answer within `budget` (`sql` names its format).
+    pub async fn answer(&self, sql: &str, budget: Duration) -> QResult<Bytes> {
+        let settings = [
+            ("max_execution_time", format!("{}", budget.as_secs_f64().ceil().max(1.0))),
+            ("output_format_json_quote_64bit_integers", "0".to_string()),
+        ];
+        self.http
+            .run(sql, Bytes::new(), &settings, budget + Duration::from_secs(1))
+            .await
+            .map_err(failed)
+    }
+
+    fn db(&self) -> &str {
+        &self.http.target.database
+    }
+
+    /// ClickHouse's clock, whole seconds.
+    async fn server_now(&self) -> QResult<u32> {
+        let b = self.answer("SELECT toUInt32(now()) FORMAT TSV", Duration::from_secs(10)).await?;
+        String::from_utf8_lossy(&b)
+            .trim()
+            .parse()
+            .map_err(|e| QueryError::Failed(format!("now(): {e}")))
+    }
+
+    /// Per minute of `[lo, hi)` with records: its last insert (`ins`, seconds).
+    async fn last_inserts(&self, lo: f64, hi: f64, budget: Duration) -> QResult<HashMap<i64, u32>> {
+        let w = where_(&Filter { from: Some(lo), to: Some(hi), ..Filter::default() });
+        let rows: Vec<(i64, u32)> = parse(
+            &self
+                .answer(
+                    &format!(
+                        "SELECT {MINUTE_SQL} AS m, toUInt32(max(ins)) FROM {}.records WHERE {w} GROUP BY m FORMAT JSONCompact",
+                        self.db()
+                    ),
+                    budget,
+                )
+                .await?,
+        )?;
+        Ok(rows.into_iter().collect())
+    }
+
+    /// Per minute in `[m0, m1]` with rows: when its newest rows were computed, and whether they
+    /// folded keys into `OTHER`.
+    async fn rolled(&self, m0: i64, m1: i64, budget: Duration) -> QResult<HashMap<i64, (u32, bool)>> {
+        let rows: Vec<(i64, u32, u8)> = parse(
+            &self
+                .answer(
+                    &format!(
+                        "SELECT minute, computed, max(route = {}) FROM {}.rollups WHERE minute >= {m0} AND minute <= {m1} \
+                         GROUP BY minute, computed FORMAT JSONCompact",
+                        lit(OTHER),
+                        self.db()
+                    ),
+                    budget,
+                )
+                .await?,
+        )?;
+        let mut out: HashMap<i64, (u32, bool)> = HashMap::new();
+        for (m, c, o) in rows {
+            let e = out.entry(m).or_insert((c, o != 0));
+            if c > e.0 {
+                *e = (c, o != 0);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Records of the minutes in `minutes` (collapsed), as samples, each with its minute.
+    async fn records_of(&self, minutes: &[i64], budget: Duration) -> QResult<Vec<Sample>> {
+        let (lo, hi) = (minutes[0] as f64 * MINUTE_MS, (minutes[minutes.len() - 1] + 1) as f64 * MINUTE_MS);
+        let w = where_(&Filter { from: Some(lo), to: Some(hi), ..Filter::default() });
+        let list: Vec<String> = minutes.iter().map(i64::to_string).collect();
+        let body = self
+            .answer(
+                &format!(
+                    "SELECT {} FROM {}.records FINAL WHERE {w} AND {MINUTE_SQL} IN ({}) FORMAT JSONCompact",
+                    sample_cols(Want::ALL),
+                    self.db(),
+                    list.join(",")
+                ),
+                budget,
+            )
+            .await?;
+        Ok(parse::<Rec>(&body)?.into_iter().map(Rec::sample).collect())
+    }
+
+    /// Recomputes the rows of `minutes` (sorted) from their records: one read, one insert.
+    pub async fn build(&self, minutes: &[i64]) -> QResult<()> {
+        if minutes.is_empty() {
+            return Ok(());
+        }
+        let budget = Duration::from_secs(60);
+        // Stamped before the read: every insert that returned before this is in it.
+        let computed = self.server_now().await?;
+        let samples = self.records_of(minutes, budget).await?;
+        let mut rows: BTreeMap<i64, HashMap<Key, Agg>> = minutes.iter().map(|&m| (m, HashMap::new())).collect();
+        for s in samples {
+            let m = (s.start_ms / MINUTE_MS).floor() as i64;
+            let Some(keys) = rows.get_mut(&m) else { continue };
+            // Bounded as SQLite's minute rows: past MAX_KEYS keys the rest share OTHER's row
+            // (and reads filtered by route or model take that minute from the records).
+            let mut k = key_of(&s);
+            if !keys.contains_key(&k) && (keys.len() >= MAX_KEYS || k.0 == OTHER) {
+                k = (OTHER.into(), OTHER.into(), k.2);
+            }
+            keys.entry(k).or_default().add(&s, MAX_SERVER_STAGES);
+        }
+        let mut body = Vec::new();
+        for (m, keys) in &rows {
+            let day = (*m as f64 * MINUTE_MS / 86_400_000.0).floor() as u16;
+            for ((route, model, outcome), a) in keys {
+                body.extend_from_slice(&day.to_le_bytes());
+                body.extend_from_slice(&m.to_le_bytes());
+                for s in [route.as_bytes(), model.as_bytes(), outcome.as_bytes(), &a.encode()] {
+                    llm_rum_sketch::put_varint(&mut body, s.len() as u64);
+                    body.extend_from_slice(s);
+                }
+                body.extend_from_slice(&computed.to_le_bytes());
+            }
+        }
+        if body.is_empty() {
+            return Ok(());
+        }
+        self.http
+            .run(
+                &format!("INSERT INTO {}.rollups (day, minute, route, model, outcome, data, computed) FORMAT RowBinary", self.db()),
+                Bytes::from(body),
+                &[],
+                budget,
+            )
+            .await
+            .map_err(failed)?;
+        Ok(())
+    }
+
+    /// One look: rebuilds the settled minutes with inserts at or after `since` (seconds)
+    /// newer than their rows. Returns the next look's `since`.
+    async fn look(&self, since: u32) -> QResult<u32> {
+        let started = crate::ingest::clock::now_ms();
+        let budget = Duration::from_secs(60);
+        let now = self.server_now().await?;
+        let rows: Vec<(i64, u32, u64)> = parse(
+            &self
+                .answer(
+                    &format!(
+                        "SELECT {MINUTE_SQL} AS m, toUInt32(max(ins)), count() FROM {}.records \
+                         WHERE ins >= toDateTime({since}) GROUP BY m ORDER BY m FORMAT JSONCompact",
+                        self.db()
+                    ),
+                    budget,
+                )
+                .await?,
+        )?;
+        let mut pending = 0;
+        let mut todo: Vec<(i64, u64)> = Vec::new();
+        if let (Some(first), Some(last)) = (rows.first(), rows.last()) {
+            let rolled = self.rolled(first.0, last.0, budget).await?;
+            for &(m, ins, n) in &rows {
+                if ins + SETTLE_S >= now {
+                    pending += 1; // not settled yet: the next looks see it again
+                } else if rolled.get(&m).is_none_or(|&(c, _)| c <= ins + SETTLE_S) {
+                    todo.push((m, n));
+                }
+            }
+        }
+        let st = &self.rollups;
+        st.pending.store(pending + todo.len() as u64, Ordering::Relaxed);
+        // In statements of about BUILD_RECORDS records (a minute bigger than that is one).
+        let mut chunk: Vec<i64> = Vec::new();
+        let mut n = 0;
+        for (i, &(m, k)) in todo.iter().enumerate() {
+            if !chunk.is_empty() && n + k > BUILD_RECORDS {
+                self.build(&chunk).await?;
+                st.built.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                st.pending.store(pending + (todo.len() - i) as u64, Ordering::Relaxed);
+                chunk.clear();
+                n = 0;
+            }
+            chunk.push(m);
+            n += k;
+        }
+        self.build(&chunk).await?;
+        st.built.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+        st.pending.store(pending, Ordering::Relaxed);
+        st.looked_at_ms.store(started.max(0.0) as u64, Ordering::Relaxed);
+        // A record not yet visible now was inserted at most INSERT_TIMEOUT ago (else it is
+        // inserted again): looking back SETTLE_S from now sees it next time.
+        Ok(now.saturating_sub(SETTLE_S))
+    }
+}
+
+/// The builder: one look a second (the first looks at everything stored).
+pub async fn run(ch: Arc<ClickHouse>, ready: Arc<std::sync::atomic::AtomicBool>) {
+    let mut since = 0u32;
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        if !ready.load(Ordering::Acquire) {
+            continue;
+        }
+        let r = ch.look(since).await;
+        let mut err = ch.rollups.error.lock().unwrap_or_else(|e| e.into_inner());
+        match r {
+            Ok(next) => {
+                since = next;
+                *err = None;
+            }
+            Err(e) => {
+                if err.is_none() {
+                    tracing::warn!(error = %e, "ClickHouse rollups: a look failed (retried in a second)");
+                }
+                *err = Some(e.to_string());
+            }
+        }
+    }
+}
+
+/// `query::plan::Rows` on ClickHouse: the shared reads' store side, run on a blocking thread
+/// (each question one statement, awaited on the runtime).
+pub struct Reader {
+    pub ch: Arc<ClickHouse>,
+    pub rt: tokio::runtime::Handle,
+    pub deadline: Instant,
+}
+
+impl Reader {
+    fn left(&self) -> QResult<Duration> {
+        let d = self.deadline.saturating_duration_since(Instant::now());
+        if d.is_zero() {
+            Err(QueryError::Budget)
+        } else {
+            Ok(d)
+        }
+    }
+
+    /// ` AND route = '…'` for the filter's rollup keys (a missing key is stored as '').
+    fn keys(f: &Filter) -> String {
+        let mut w = String::new();
+        for (col, v) in [("route", &f.route), ("model", &f.model), ("outcome", &f.outcome)] {
+            if let Some(v) = v {
+                w += &format!(" AND {col} = {}", lit(v));
+            }
+        }
+        w
+    }
+
+    async fn rollup_rows(&self, ranges: &[(i64, i64)], f: &Filter, want: Want, sink: &mut dyn Sink) -> QResult<()> {
+        let ch = &self.ch;
+        let within: Vec<String> = ranges.iter().map(|(a, b)| format!("(minute >= {a} AND minute < {b})")).collect();
+        let within = within.join(" OR ");
+        let body = ch
+            .answer(
+                &format!(
+                    "SELECT minute, route, model, outcome, data FROM {db}.rollups FINAL WHERE ({within}){} \
+                     AND (minute, computed) IN (SELECT minute, max(computed) FROM {db}.rollups WHERE {within} GROUP BY minute) \
+                     FORMAT RowBinary",
+                    Self::keys(f),
+                    db = ch.db()
+                ),
+                self.left()?,
+            )
+            .await?;
+        let bad = || QueryError::Failed("ClickHouse rollup rows: truncated".into());
+        let mut at = 0usize;
+        let buf = &body[..];
+        let string = |at: &mut usize| -> QResult<&[u8]> {
+            let n = llm_rum_sketch::get_varint(buf, at).ok_or_else(bad)? as usize;
+            let s = buf.get(*at..*at + n).ok_or_else(bad)?;
+            *at += n;
+            Ok(s)
+        };
+        while at < buf.len() {
+            let m = i64::from_le_bytes(buf.get(at..at + 8).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
+            at += 8;
+            let text = |s: &[u8]| String::from_utf8_lossy(s).into_owned();
+            let route = text(string(&mut at)?);
+            let model = text(string(&mut at)?);
+            let outcome = text(string(&mut at)?);
+            let data = string(&mut at)?;
+            if let Some(a) = Agg::decode(data, want) {
+                sink.agg(m as f64 * MINUTE_MS, &route, &model, &outcome, a);
+            }
+        }
+        Ok(())
+    }
+
+    async fn raw(&self, ranges: &[(f64, f64)], f: &Filter, want: Want, sink: &mut dyn Sink) -> QResult<()> {
+        let ch = &self.ch;
+        let within: Vec<String> = ranges
+            .iter()
+            .map(|&(a, b)| format!("({})", where_(&Filter { from: Some(a), to: Some(b), ..f.clone() })))
+            .collect();
+        let body = ch
+            .answer(
+                &format!(
+                    "SELECT {} FROM {}.records FINAL WHERE {} FORMAT JSONCompact",
+                    sample_cols(want),
+                    ch.db(),
+                    within.join(" OR ")
+                ),
+                self.left()?,
+            )
+            .await?;
+        for r in parse::<Rec>(&body)? {
+            sink.sample(r.sample());
+        }
+        Ok(())
+    }
+}
+
+impl Rows for Reader {
+    fn bounds(&self) -> QResult<Option<(f64, f64)>> {
+        let rows: Vec<(u64, Option<f64>, Option<f64>)> = parse(&self.rt.block_on(self.ch.answer(
+            &format!("SELECT count(), min(start_ms), max(start_ms) FROM {}.records FORMAT JSONCompact", self.ch.db()),
+            self.left()?,
+        ))?)?;
+        Ok(match rows.first() {
+            Some(&(n, Some(lo), Some(hi))) if n > 0 => Some((lo, hi + 1.0)),
+            _ => None,
+        })
+    }
+
+    fn planner(&self, f: &Filter, lo: f64, hi: f64) -> QResult<Planner> {
+        let (m0, m1) = ((lo / MINUTE_MS).floor() as i64, (hi / MINUTE_MS).ceil() as i64);
+        let (ins, rolled) = self.rt.block_on(async {
+            tokio::try_join!(
+                self.ch.last_inserts(lo, hi, self.left()?),
+                self.ch.rolled(m0, m1, self.left()?)
+            )
+        })?;
+        let mut dirty = HashSet::new();
+        for (m, last) in ins {
+            if rolled.get(&m).is_none_or(|&(c, _)| c <= last + SETTLE_S) {
+                dirty.insert(m);
+            }
+        }
+        let overflow = rolled.into_iter().filter(|(_, (_, o))| *o).map(|(m, _)| m).collect();
+        Ok(Planner::minutes(f, dirty, overflow))
+    }
+
+    fn run(&self, pieces: &[Piece], f: &Filter, want: Want, sink: &mut dyn Sink) -> QResult<()> {
+        let mut minutes = Vec::new();
+        let mut raw = Vec::new();
+        for p in pieces {
+            match *p {
+                Piece::Rollup { from, to, .. } => minutes.push((from, to)),
+                Piece::Raw { from, to } => raw.push((from, to)),
+            }
+        }
+        let st = &self.ch.rollups;
+        st.minutes_read.fetch_add(minutes.iter().map(|(a, b)| (b - a) as u64).sum(), Ordering::Relaxed);
+        st.raw_pieces_read.fetch_add(raw.len() as u64, Ordering::Relaxed);
+        self.rt.block_on(async {
+            // Rows and records one after the other: the sink is not shared (the first read
+            // is usually tiny).
+            if !minutes.is_empty() {
+                self.rollup_rows(&minutes, f, want, sink).await?;
+            }
+            if !raw.is_empty() {
+                self.raw(&raw, f, want, sink).await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn beacon_totals(&self, f: &Filter) -> QResult<(f64, f64, f64)> {
+        // Beacons have no start time: their window is the received time.
+        let mut bw = vec!["1".to_string()];
+        if let Some(a) = f.from.filter(|x| x.is_finite()) {
+            bw.push(format!("received_ms >= {a}"));
+        }
+        if let Some(b) = f.to.filter(|x| x.is_finite()) {
+            bw.push(format!("received_ms < {b}"));
+        }
+        let rows: Vec<(Option<f64>, Option<f64>, Option<f64>)> = parse(&self.rt.block_on(self.ch.answer(
+            &format!(
+                "SELECT toFloat64(sum(dropped)), toFloat64(sum(refused_old)), toFloat64(sum(refused_future)) \
+                 FROM {}.beacons FINAL WHERE {} FORMAT JSONCompact",
+                self.ch.db(),
+                bw.join(" AND ")
+            ),
+            self.left()?,
+        ))?)?;
+        let r = rows.first().copied().unwrap_or_default();
+        Ok((r.0.unwrap_or(0.0), r.1.unwrap_or(0.0), r.2.unwrap_or(0.0)))
+    }
+}
+
+impl ClickHouse {
+    /// A reader for the shared reads, its budget starting now (call on a blocking thread).
+    pub fn reader(self: &Arc<Self>) -> Reader {
+        Reader {
+            ch: self.clone(),
+            rt: tokio::runtime::Handle::current(),
+            deadline: Instant::now() + self.query_budget,
+        }
+    }
+
+    /// Runs a shared read (`query::summary` …) on a blocking thread.
+    pub async fn read<T: Send + 'static>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&Reader) -> QResult<T> + Send + 'static,
+    ) -> QResult<T> {
+        let ch = self.clone();
+        tokio::task::spawn_blocking(move || f(&ch.reader()))
+            .await
+            .map_err(|e| QueryError::Failed(format!("read task: {e}")))?
+    }
+}
