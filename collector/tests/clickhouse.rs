@@ -406,3 +406,91 @@ async fn unreachable_at_start_the_collector_spools_says_so_and_drains() {
     assert_eq!(store.drop_days_before(now_ms() - 2.0 * 86_400_000.0).await.expect("retention"), 1);
     assert_eq!(count().await, n.to_string());
 }
+
+/// The ClickHouse collector's rollup builder, once it has looked after `after_ms` and found
+/// nothing pending: every minute with records is answered from its rollup rows.
+async fn settled(addr: SocketAddr, after_ms: f64) -> Value {
+    let v = wait_for(addr, "/healthz", Duration::from_secs(60), |h| {
+        let r = &h["rollups"];
+        r["pendingMinutes"] == json!(0) && r["lookedAtMs"].as_f64().unwrap_or(0.0) > after_ms
+    })
+    .await;
+    v["rollups"].clone()
+}
+
+/// The same reads on SQLite and on ClickHouse (as JSON, in this order).
+async fn reads(addr: SocketAddr) -> Vec<Value> {
+    let mut out = Vec::new();
+    for path in [
+        "/api/summary",
+        "/api/summary?route=/v1/responses",
+        "/api/summary?model=gpt-4o&outcome=ok",
+        "/api/timeseries?metric=ttft&q=0.95&bucket=60",
+        "/api/timeseries?metric=perceivedTtft&q=0.5&bucket=600",
+        "/api/histogram?metrics=ttft,perceivedTtft&bins=20",
+    ] {
+        let r = get(addr, path).await;
+        assert_eq!(r.status, 200, "{path}: {}", r.text());
+        out.push(r.json());
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rollup_reads_equal_raw_reads_through_retries_and_upgrades() {
+    let ch = ClickHouseServer::start();
+    let dirs = [TempDir::new("ru-sqlite"), TempDir::new("ru-ch")];
+    let sqlite = start(config(&dirs[0].db())).await;
+    let c = start(ch_config(&ch.url("rum_rollups"), &dirs[1])).await;
+    let rollups = || async { get(c, "/healthz").await.json()["rollups"].clone() };
+
+    // A partial in a minute that will be rolled up before it is completed.
+    let sent = Sent::generate(400, 11);
+    let mut partial = record("upgraded-1", now_ms() - 20.0 * 60_000.0, 333.0);
+    partial["outcome"] = json!("partial");
+    let mut batch = sent.records.clone();
+    batch.push(partial.clone());
+    for chunk in batch.chunks(25) {
+        post_ok(sqlite, chunk.to_vec()).await;
+        post_ok(c, chunk.to_vec()).await;
+    }
+    let n = batch.len() as u64;
+    wait_for(c, "/api/summary", Duration::from_secs(20), |s| s["count"] == json!(n)).await;
+
+    // Straight after the inserts no minute has settled: ClickHouse reads its records.
+    let before = rollups().await;
+    let raw = reads(c).await;
+    let after = rollups().await;
+    assert_eq!(raw, reads(sqlite).await, "records on ClickHouse vs SQLite's rollups");
+    assert!(
+        after["rawRangesRead"].as_u64() > before["rawRangesRead"].as_u64(),
+        "the first reads are from records: {before} → {after}"
+    );
+
+    // Once the minutes are rolled up, the same answers come from the rollup rows alone.
+    let done = now_ms();
+    let r0 = settled(c, done).await;
+    assert!(r0["builtMinutes"].as_u64().unwrap() >= 40, "{r0}");
+    let rolled = reads(c).await;
+    let r1 = rollups().await;
+    assert_eq!(rolled, raw, "rollup rows vs records");
+    assert_eq!(r1["rawRangesRead"], r0["rawRangesRead"], "no record read once settled: {r0} → {r1}");
+    assert!(r1["minutesReadFromRollups"].as_u64() > r0["minutesReadFromRollups"].as_u64());
+
+    // A retried beacon and the partial's completed version land in rolled-up minutes: those
+    // minutes are read from the records at once (counted once, the partial replaced) ...
+    let mut completed = partial.clone();
+    completed["outcome"] = json!("ok");
+    let retry: Vec<Value> = sent.records[100..125].iter().cloned().chain([completed]).collect();
+    post_ok(sqlite, retry.clone()).await;
+    post_ok(c, retry).await;
+    let changed = wait_for(c, "/api/summary", Duration::from_secs(20), |s| s["outcomes"].get("partial").is_none()).await;
+    assert_eq!(changed["count"], json!(n), "the retry counted once");
+    let expect = reads(sqlite).await;
+    assert_eq!(reads(c).await, expect, "dirty minutes from the records");
+    // ... and from the rebuilt rows once they settle.
+    let r2 = settled(c, now_ms()).await;
+    assert!(r2["builtMinutes"].as_u64() > r1["builtMinutes"].as_u64(), "{r1} → {r2}");
+    assert_eq!(reads(c).await, expect, "rebuilt rollup rows");
+    assert_eq!(rollups().await["rawRangesRead"], r2["rawRangesRead"], "no record read once settled");
+}
