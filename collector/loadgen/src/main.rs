@@ -145,6 +145,7 @@ fn main() {
              llm-rum-loadgen --retention N [--batch 1000]\n\
              llm-rum-loadgen --fill N [--window 3600] [--clients 8] [--db PATH --keep] [--reads a,b] [--read-cap 600] [--runs 3]\n\
              llm-rum-loadgen --reads-only --db PATH [--window 3600] [...]\n\
+             llm-rum-loadgen --fill N --bulk [--bulk-records 100000] --collector-args \"--store clickhouse://…\" (rows straight into ClickHouse)\n\
              common: [--collector PATH] [--collector-args \"--flag value ...\"]"
         );
         return;
