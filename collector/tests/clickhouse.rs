@@ -482,8 +482,12 @@ async fn rollup_reads_equal_raw_reads_through_retries_and_upgrades() {
     let mut completed = partial.clone();
     completed["outcome"] = json!("ok");
     let retry: Vec<Value> = sent.records[100..125].iter().cloned().chain([completed]).collect();
-    post_ok(sqlite, retry.clone()).await;
-    post_ok(c, retry).await;
+    // The ingest answers say which records were copies, on both stores alike.
+    for addr in [sqlite, c] {
+        let r = post(addr, beacon(retry.clone()).to_string().as_bytes(), &[]).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!((r.json()["stored"].clone(), r.json()["duplicates"].clone()), (json!(1), json!(25)), "{}", r.text());
+    }
     let changed = wait_for(c, "/api/summary", Duration::from_secs(20), |s| s["outcomes"].get("partial").is_none()).await;
     assert_eq!(changed["count"], json!(n), "the retry counted once");
     let expect = reads(sqlite).await;

@@ -10,18 +10,18 @@ fn num(x: f64) -> String {
     format!("{x}")
 }
 
-/// `WHERE …` for a filter: the window (with the hours and days it spans, so the primary key
+/// `WHERE …` for a filter: the window (with the minutes and days it spans, so the primary key
 /// and the partitions prune), then the keys.
 pub fn where_(f: &Filter) -> String {
     let mut w = vec!["1".to_string()];
     if let Some(a) = f.from.filter(|x| x.is_finite()) {
         w.push(format!("start_ms >= {}", num(a)));
-        w.push(format!("hour >= {}", (a / 3_600_000.0).floor().max(0.0)));
+        w.push(format!("minute >= {}", (a / 60_000.0).floor()));
         w.push(format!("day >= toDate({})", lit(&day(a.max(0.0)))));
     }
     if let Some(b) = f.to.filter(|x| x.is_finite()) {
         w.push(format!("start_ms < {}", num(b)));
-        w.push(format!("hour <= {}", (b / 3_600_000.0).floor().max(0.0)));
+        w.push(format!("minute <= {}", (b / 60_000.0).floor()));
         w.push(format!("day <= toDate({})", lit(&day(b.max(0.0)))));
     }
     for (col, v) in [

@@ -48,8 +48,6 @@ pub const SETTLE_S: u32 = crate::store::clickhouse::INSERT_TIMEOUT.as_secs() as 
 const BUILD_RECORDS: u64 = 50_000;
 const MINUTE_MS: f64 = 60_000.0;
 
-/// SQL of a record's minute.
-const MINUTE_SQL: &str = "toInt64(floor(start_ms / 60000))";
 
 /// What the builder last saw (for `/healthz` and the tests: "settled" is a look that began after
 /// the last insert and found no minute pending).
@@ -160,7 +158,7 @@ struct Answer<T> {
     data: Vec<T>,
 }
 
-fn parse<T: for<'de> Deserialize<'de>>(body: &[u8]) -> QResult<Vec<T>> {
+pub(crate) fn parse<T: for<'de> Deserialize<'de>>(body: &[u8]) -> QResult<Vec<T>> {
     serde_json::from_slice::<Answer<T>>(body)
         .map(|a| a.data)
         .map_err(|e| QueryError::Failed(format!("ClickHouse answer: {e}")))
@@ -208,7 +206,7 @@ impl ClickHouse {
             &self
                 .answer(
                     &format!(
-                        "SELECT {MINUTE_SQL} AS m, toUInt32(max(ins)) FROM {}.records WHERE {w} GROUP BY m FORMAT JSONCompact",
+                        "SELECT minute AS m, toUInt32(max(ins)) FROM {}.records WHERE {w} GROUP BY m FORMAT JSONCompact",
                         self.db()
                     ),
                     budget,
@@ -252,7 +250,7 @@ impl ClickHouse {
         let body = self
             .answer(
                 &format!(
-                    "SELECT {} FROM {}.records FINAL WHERE {w} AND {MINUTE_SQL} IN ({}) FORMAT JSONCompact",
+                    "SELECT {} FROM {}.records FINAL WHERE {w} AND minute IN ({}) FORMAT JSONCompact",
                     sample_cols(Want::ALL),
                     self.db(),
                     list.join(",")
@@ -322,7 +320,7 @@ impl ClickHouse {
             &self
                 .answer(
                     &format!(
-                        "SELECT {MINUTE_SQL} AS m, toUInt32(max(ins)), count() FROM {}.records \
+                        "SELECT minute AS m, toUInt32(max(ins)), count() FROM {}.records \
                          WHERE ins >= toDateTime({since}) GROUP BY m ORDER BY m FORMAT JSONCompact",
                         self.db()
                     ),

@@ -10,12 +10,16 @@ CREATE DATABASE IF NOT EXISTS {db};
 -- insert had in fact landed) is stored again and collapses to one row; a record stored as
 -- `partial` (version 0) gives way to its completed version (1), as in SQLite. Until the
 -- background merge has run, reads collapse the copies themselves (`FINAL`).
--- Ordered by (hour of start, id): reads are time windows, so a window reads only the granules
--- of its hours; the id last makes the key the record's identity. Partitioned by the UTC day of
+-- Ordered by (minute of start, id): reads are time windows and the rollups are rebuilt by the
+-- minute, so either reads only the granules of its minutes (ordered by hour, a minute's rebuild
+-- read its whole hour: 1 s at 1 M records an hour, measured); the id last makes the key the
+-- record's identity. Copies collapse when they share the key: a client clock off by more than
+-- `clock::MAX_TRANSIT_MS` is corrected per beacon, so two copies of its record sent with transit
+-- times that straddle a minute's end stay two (README). Partitioned by the UTC day of
 -- the start, so retention drops whole days (ALTER TABLE … DROP PARTITION), never rewrites.
 CREATE TABLE IF NOT EXISTS {db}.records (
     day Date,
-    hour UInt32,
+    minute Int64,
     id String,
     version UInt8,
     received_ms Int64,
@@ -63,7 +67,7 @@ CREATE TABLE IF NOT EXISTS {db}.records (
     ins DateTime MATERIALIZED now()
 ) ENGINE = ReplacingMergeTree(version)
 PARTITION BY day
-ORDER BY (hour, id);
+ORDER BY (minute, id);
 
 -- One row per beacon (what the SDK dropped, what was refused for its time), keyed by the
 -- collector's own id for the beacon so a spooled beacon sent twice counts once.
