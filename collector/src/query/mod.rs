@@ -11,12 +11,11 @@ pub mod plan;
 
 use std::collections::BTreeMap;
 
-use rusqlite::Connection;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::query::agg::{metric_index, Agg, Sample, Want, METRICS, N_STAGES, STAGES};
-use crate::query::plan::{Ctx, QResult, Rows, Sink};
+use crate::query::plan::{QResult, Rows, Sink};
 
 pub use crate::query::plan::Filter;
 
@@ -163,49 +162,6 @@ pub fn summary(cx: &dyn Rows, f: &Filter) -> QResult<Value> {
         "refused": {"tooOld": total_json(too_old), "future": total_json(future)},
         "percentiles": PERCENTILES,
     }))
-}
-
-/// Dropped and refused counts of the beacons received in the window (beacons have no start
-/// time of their own): whole minutes from the beacon rollups, the rest from the beacons.
-pub(crate) fn beacon_totals(cx: &Ctx, f: &Filter) -> QResult<(f64, f64, f64)> {
-    let m0 = f.from.map(|x| (x / 60_000.0).ceil() as i64);
-    let m1 = f.to.map(|x| (x / 60_000.0).floor() as i64);
-    if let (Some(a), Some(b)) = (m0, m1) {
-        if a >= b {
-            return raw_beacons(cx.c, f.from, f.to);
-        }
-    }
-    let (d, o, fu): (f64, f64, f64) = cx.c.prepare_cached(
-        "SELECT TOTAL(dropped), TOTAL(refused_old), TOTAL(refused_future) FROM beacon_rollups \
-         WHERE minute >= ?1 AND minute < ?2",
-    )?
-    .query_row([m0.unwrap_or(i64::MIN), m1.unwrap_or(i64::MAX)], |r| {
-        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-    })?;
-    let mut sum = (d, o, fu);
-    for (a, b) in [
-        (f.from, m0.map(|m| m as f64 * 60_000.0)),
-        (m1.map(|m| m as f64 * 60_000.0), f.to),
-    ] {
-        if let (Some(a), Some(b)) = (a, b) {
-            if a < b {
-                let e = raw_beacons(cx.c, Some(a), Some(b))?;
-                sum = (sum.0 + e.0, sum.1 + e.1, sum.2 + e.2);
-            }
-        }
-    }
-    Ok(sum)
-}
-
-fn raw_beacons(c: &Connection, from: Option<f64>, to: Option<f64>) -> QResult<(f64, f64, f64)> {
-    Ok(c.prepare_cached(
-        "SELECT TOTAL(dropped), TOTAL(refused_old), TOTAL(refused_future) FROM beacons \
-         WHERE received_ms >= ?1 AND received_ms < ?2",
-    )?
-    .query_row(
-        [from.unwrap_or(f64::NEG_INFINITY), to.unwrap_or(f64::INFINITY)],
-        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-    )?)
 }
 
 /// A TOTAL() of counts as JSON: an integer while exact (below 2^53), else the float.
