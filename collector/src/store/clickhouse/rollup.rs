@@ -531,54 +531,47 @@ impl Reader {
         w
     }
 
-    async fn rollup_rows(&self, ranges: &[(i64, i64)], f: &Filter, want: Want, sink: &mut dyn Sink) -> QResult<()> {
-        let ch = &self.ch;
+    /// The newest rows of the minutes in `ranges` (`[from, to)` each), filtered by key.
+    async fn rollup_rows(&self, ranges: &[(i64, i64)], f: &Filter) -> QResult<Bytes> {
+        if ranges.is_empty() {
+            return Ok(Bytes::new());
+        }
         let within: Vec<String> = ranges.iter().map(|(a, b)| format!("(minute >= {a} AND minute < {b})")).collect();
         let within = within.join(" OR ");
-        let body = ch
+        self.ch
             .answer(
                 &format!(
                     "SELECT minute, route, model, outcome, data FROM {db}.rollups FINAL WHERE ({within}){} \
                      AND (minute, computed) IN (SELECT minute, max(computed) FROM {db}.rollups WHERE {within} GROUP BY minute) \
                      FORMAT RowBinary",
                     Self::keys(f),
-                    db = ch.db()
+                    db = self.ch.db()
                 ),
                 self.left()?,
             )
-            .await?;
-        let mut r = RowBinary { buf: &body, at: 0 };
-        while !r.done() {
-            let m = r.i64()?;
-            let (route, model, outcome) = (r.string()?, r.string()?, r.string()?);
-            if let Some(a) = Agg::decode(r.raw()?, want) {
-                sink.agg(m as f64 * MINUTE_MS, &route, &model, &outcome, a);
-            }
-        }
-        Ok(())
+            .await
     }
 
-    async fn raw(&self, ranges: &[(f64, f64)], f: &Filter, want: Want, sink: &mut dyn Sink) -> QResult<()> {
-        let ch = &self.ch;
+    /// The records of `ranges` (start_ms `[from, to)` each), filtered as `f`.
+    async fn records(&self, ranges: &[(f64, f64)], f: &Filter, want: Want) -> QResult<Bytes> {
+        if ranges.is_empty() {
+            return Ok(Bytes::new());
+        }
         let within: Vec<String> = ranges
             .iter()
             .map(|&(a, b)| format!("({})", where_(&Filter { from: Some(a), to: Some(b), ..f.clone() })))
             .collect();
-        let body = ch
+        self.ch
             .answer(
                 &format!(
                     "SELECT {} FROM {}.records WHERE {} FORMAT RowBinary",
                     sample_cols(want),
-                    ch.db(),
+                    self.ch.db(),
                     within.join(" OR ")
                 ),
                 self.left()?,
             )
-            .await?;
-        for r in collapse(recs(&body)?) {
-            sink.sample(r.sample());
-        }
-        Ok(())
+            .await
     }
 }
 
@@ -624,17 +617,22 @@ impl Rows for Reader {
         let st = &self.ch.rollups;
         st.minutes_read.fetch_add(minutes.iter().map(|(a, b)| (b - a) as u64).sum(), Ordering::Relaxed);
         st.raw_pieces_read.fetch_add(raw.len() as u64, Ordering::Relaxed);
-        self.rt.block_on(async {
-            // Rows and records one after the other: the sink is not shared (the first read
-            // is usually tiny).
-            if !minutes.is_empty() {
-                self.rollup_rows(&minutes, f, want, sink).await?;
+        // Both statements at once; their answers then go to the sink one after the other.
+        let (rows, records) = self.rt.block_on(async {
+            tokio::try_join!(self.rollup_rows(&minutes, f), self.records(&raw, f, want))
+        })?;
+        let mut r = RowBinary { buf: &rows, at: 0 };
+        while !r.done() {
+            let m = r.i64()?;
+            let (route, model, outcome) = (r.string()?, r.string()?, r.string()?);
+            if let Some(a) = Agg::decode(r.raw()?, want) {
+                sink.agg(m as f64 * MINUTE_MS, &route, &model, &outcome, a);
             }
-            if !raw.is_empty() {
-                self.raw(&raw, f, want, sink).await?;
-            }
-            Ok(())
-        })
+        }
+        for r in collapse(recs(&records)?) {
+            sink.sample(r.sample());
+        }
+        Ok(())
     }
 
     fn beacon_totals(&self, f: &Filter) -> QResult<(f64, f64, f64)> {
@@ -679,5 +677,60 @@ impl ClickHouse {
         tokio::task::spawn_blocking(move || f(&ch.reader()))
             .await
             .map_err(|e| QueryError::Failed(format!("read task: {e}")))?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(id: &str, version: u8, outcome: &str) -> Rec {
+        Rec(0.0, outcome.into(), None, None, vec![], None, None, None, None, None, None, vec![], vec![], vec![], id.into(), version)
+    }
+
+    #[test]
+    fn copies_collapse_to_the_highest_version_as_final_does() {
+        let rows = vec![
+            rec("a", 0, "partial"),
+            rec("b", 1, "ok"),
+            rec("a", 1, "ok"),
+            rec("b", 1, "ok"),
+            rec("a", 0, "partial"), // a partial after its completed version: the completed stays
+            rec("c", 0, "partial"),
+        ];
+        let mut out: Vec<(String, String)> = collapse(rows).into_iter().map(|r| (r.14, r.1)).collect();
+        out.sort();
+        let want = [("a", "ok"), ("b", "ok"), ("c", "partial")].map(|(a, b)| (a.to_string(), b.to_string()));
+        assert_eq!(out, want);
+    }
+
+    #[test]
+    fn row_binary_reads_what_clickhouse_writes() {
+        // One row of sample_cols in RowBinary (tests/clickhouse.rs reads real 18.16 answers).
+        let mut b = Vec::new();
+        b.extend_from_slice(&1500.5f64.to_le_bytes());
+        b.extend_from_slice(&[2, b'o', b'k']); // outcome
+        b.extend_from_slice(&[0, 3, b'/', b'v', b'1']); // route: not NULL, "/v1"
+        b.push(1); // model: NULL
+        b.push(2); // metrics: [NULL, 7.25]
+        b.push(1);
+        b.push(0);
+        b.extend_from_slice(&7.25f64.to_le_bytes());
+        b.push(0); // stalls_count 2
+        b.extend_from_slice(&2i64.to_le_bytes());
+        b.extend_from_slice(&[1, 1, 0, 1, 1, 1]); // stalls_network/render NULL, buffered 1, upstream NULL, hidden NULL
+        b.push(0); // marks: []
+        b.extend_from_slice(&[1, 1, b'q']); // server_names ["q"]
+        b.push(1);
+        b.extend_from_slice(&4.0f64.to_le_bytes());
+        b.extend_from_slice(&[2, b'i', b'd', 1]); // id, version
+        let r = recs(&b).unwrap();
+        assert_eq!(r.len(), 1);
+        let s = recs(&b).unwrap().remove(0).sample();
+        assert_eq!((s.start_ms, s.outcome.as_str(), s.route.as_deref(), s.model.as_deref()), (1500.5, "ok", Some("/v1"), None));
+        assert_eq!((s.metrics[0], s.metrics[1], s.stalls_count, s.buffered), (None, Some(7.25), Some(2), Some(true)));
+        assert_eq!(s.server, vec![("q".to_string(), 4.0)]);
+        assert_eq!((r[0].14.as_str(), r[0].15), ("id", 1));
+        assert!(recs(&b[..b.len() - 1]).is_err(), "a truncated answer is an error, not a short read");
     }
 }
