@@ -278,7 +278,7 @@ pub fn data_bounds(c: &Connection) -> rusqlite::Result<Option<(f64, f64)>> {
 /// `unit` ms (whole days for a total, so it can use day rows; whole buckets for a series).
 /// `None`: nothing can match.
 pub fn window(r: &dyn Rows, f: &Filter, unit: f64) -> QResult<Option<(f64, f64)>> {
-    let Some((lo, hi)) = r.bounds()? else {
+    let Some((lo, hi)) = r.bounds(f)? else {
         return Ok(None);
     };
     let lo = (lo / unit).floor() * unit;
@@ -293,7 +293,9 @@ pub fn window(r: &dyn Rows, f: &Filter, unit: f64) -> QResult<Option<(f64, f64)>
 /// written once. Blocking: call from a blocking task.
 pub trait Rows {
     /// `[lo, hi)` of the stored records' starts (`data_bounds`); `None` when there are none.
-    fn bounds(&self) -> QResult<Option<(f64, f64)>>;
+    /// A store may look only within `f`'s window (the window is clipped to it anyway, and the
+    /// same records lie in the result).
+    fn bounds(&self, f: &Filter) -> QResult<Option<(f64, f64)>>;
     /// The planner for reads within `[lo, hi)` filtered as `f`.
     fn planner(&self, f: &Filter, lo: f64, hi: f64) -> QResult<Planner>;
     /// Improves a plan with what only the store can check (SQLite: `Planner::refine`).
@@ -307,7 +309,8 @@ pub trait Rows {
 }
 
 impl Rows for Ctx<'_> {
-    fn bounds(&self) -> QResult<Option<(f64, f64)>> {
+    fn bounds(&self, _f: &Filter) -> QResult<Option<(f64, f64)>> {
+        // Both ends of the index: no need to narrow.
         Ok(data_bounds(self.c)?)
     }
     fn planner(&self, f: &Filter, lo: f64, hi: f64) -> QResult<Planner> {

@@ -576,9 +576,12 @@ impl Reader {
 }
 
 impl Rows for Reader {
-    fn bounds(&self) -> QResult<Option<(f64, f64)>> {
+    fn bounds(&self, f: &Filter) -> QResult<Option<(f64, f64)>> {
+        // Within the filter's window only: a scan of every start is 0.1-0.5 s at 10 M records,
+        // and the alert engine asks for its few minutes every second.
+        let w = where_(&Filter { from: f.from, to: f.to, ..Filter::default() });
         let rows: Vec<(u64, Option<f64>, Option<f64>)> = parse(&self.rt.block_on(self.ch.answer(
-            &format!("SELECT count(), min(start_ms), max(start_ms) FROM {}.records FORMAT JSONCompact", self.ch.db()),
+            &format!("SELECT count(), min(start_ms), max(start_ms) FROM {}.records WHERE {w} FORMAT JSONCompact", self.ch.db()),
             self.left()?,
         ))?)?;
         Ok(match rows.first() {
