@@ -477,6 +477,26 @@ async fn rollup_reads_equal_raw_reads_through_retries_and_upgrades() {
     assert_eq!(r1["rawRangesRead"], r0["rawRangesRead"], "no record read once settled: {r0} → {r1}");
     assert!(r1["minutesReadFromRollups"].as_u64() > r0["minutesReadFromRollups"].as_u64());
 
+    // A window that starts and ends inside minutes: a partial minute mostly inside it is read
+    // as its rows minus the records outside (counts exact, percentiles within the sketch's 1 %).
+    let m = 60_000.0;
+    let t0 = sent.records.iter().filter_map(|r| r["startEpochMs"].as_f64()).fold(f64::INFINITY, f64::min);
+    let (from, to) = (((t0 / m).floor() + 5.0) * m + 10_000.0, ((t0 / m).floor() + 40.0) * m + 45_000.0);
+    let path = format!("/api/summary?from={from}&to={to}");
+    let (oq, oc) = (get(sqlite, &path).await.json(), get(c, &path).await.json());
+    assert_eq!(exact_parts(&oq), exact_parts(&oc), "odd window: SQLite vs ClickHouse");
+    let truth = Sent { records: batch.clone() };
+    let v = truth.values(|r| {
+        let s = r["startEpochMs"].as_f64()?;
+        (s >= from && s < to).then(|| r["ttft"].as_f64()).flatten()
+    });
+    assert_eq!(oc["count"], json!(v.len()));
+    for (p, q) in QS {
+        within_sketch(oc["metrics"]["ttft"][p].as_f64().unwrap(), &v, q, &format!("odd window ttft {p}"));
+    }
+    let r1 = rollups().await;
+    assert_eq!(r1["partialMinutesFromRows"].as_u64(), Some(2), "both ragged minutes from their rows: {r1}");
+
     // A retried beacon and the partial's completed version land in rolled-up minutes: those
     // minutes are read from the records at once (counted once, the partial replaced) ...
     let mut completed = partial.clone();

@@ -63,6 +63,8 @@ pub struct Status {
     /// Minutes a read took from rows / record ranges it read (this collector's reads).
     pub minutes_read: AtomicU64,
     pub raw_pieces_read: AtomicU64,
+    /// Partial minutes read as their rows minus the records outside the window.
+    pub partial_minutes_from_rows: AtomicU64,
     pub error: Mutex<Option<String>>,
 }
 
@@ -74,6 +76,7 @@ impl Status {
             "lookedAtMs": self.looked_at_ms.load(Ordering::Relaxed),
             "minutesReadFromRollups": self.minutes_read.load(Ordering::Relaxed),
             "rawRangesRead": self.raw_pieces_read.load(Ordering::Relaxed),
+            "partialMinutesFromRows": self.partial_minutes_from_rows.load(Ordering::Relaxed),
             "settleSeconds": SETTLE_S,
             "error": self.error.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         })
@@ -111,6 +114,9 @@ fn sample_cols(want: Want) -> String {
 
 /// A typed NULL (an array of bare NULLs would be `Array(Nullable(Nothing))`).
 const NULL_F64: &str = "CAST(NULL AS Nullable(Float64))";
+
+/// `minutes_of`: minute, last insert, and the count, first and last start inside the window.
+type Minute = (i64, u32, u64, f64, f64);
 
 /// One row of `sample_cols`.
 struct Rec(
@@ -310,21 +316,34 @@ impl ClickHouse {
             .map_err(|e| QueryError::Failed(format!("now(): {e}")))
     }
 
-    /// Per minute of `[lo, hi)` with records: its last insert (`ins`, seconds).
-    async fn last_inserts(&self, lo: f64, hi: f64, budget: Duration) -> QResult<HashMap<i64, u32>> {
-        let w = where_(&Filter { from: Some(lo), to: Some(hi), ..Filter::default() });
-        let rows: Vec<(i64, u32)> = parse(
+    /// Per minute with records that overlaps `[from, to)` — whole minutes: a minute's rows
+    /// stand for all of it, and whether they are current depends on every record of it —
+    /// its last insert (`ins`, seconds) and the count, first and last start inside `[from, to)`.
+    /// One scan of two narrow columns serves both the window's span and the plan.
+    async fn minutes_of(&self, from: Option<f64>, to: Option<f64>, budget: Duration) -> QResult<Vec<Minute>> {
+        let (mut w, mut inside) = (vec!["1".to_string()], vec!["1".to_string()]);
+        for (end, op, dop, sop) in [(from, ">=", ">=", ">="), (to, "<=", "<=", "<")] {
+            if let Some(x) = end.filter(|x| x.is_finite()) {
+                let m = (x / MINUTE_MS).floor();
+                w.push(format!("minute {op} {m}"));
+                w.push(format!("day {dop} toDate({})", lit(&crate::store::clickhouse::rows::day((m * MINUTE_MS).max(0.0)))));
+                inside.push(format!("start_ms {sop} {x}"));
+            }
+        }
+        let c = inside.join(" AND ");
+        parse(
             &self
                 .answer(
                     &format!(
-                        "SELECT minute AS m, toUInt32(max(ins)) FROM {}.records WHERE {w} GROUP BY m FORMAT JSONCompact",
-                        self.db()
+                        "SELECT minute AS m, toUInt32(max(ins)), countIf({c}), minIf(start_ms, {c}), maxIf(start_ms, {c}) \
+                         FROM {}.records WHERE {} GROUP BY m FORMAT JSONCompact",
+                        self.db(),
+                        w.join(" AND ")
                     ),
                     budget,
                 )
                 .await?,
-        )?;
-        Ok(rows.into_iter().collect())
+        )
     }
 
     /// Per minute in `[m0, m1]` with rows: when its newest rows were computed, and whether they
@@ -508,6 +527,11 @@ pub struct Reader {
     pub ch: Arc<ClickHouse>,
     pub rt: tokio::runtime::Handle,
     pub deadline: Instant,
+    /// Minutes the last plan found current with every key kept (not dirty, not folded into
+    /// `OTHER`): a part of one of them may be read as its rows minus the rest (`run`).
+    clean: std::cell::RefCell<HashSet<i64>>,
+    /// The last `bounds` scan: its filter's window and each minute's last insert.
+    minutes: std::cell::RefCell<Option<((Option<f64>, Option<f64>), HashMap<i64, u32>)>>,
 }
 
 impl Reader {
@@ -577,26 +601,29 @@ impl Reader {
 
 impl Rows for Reader {
     fn bounds(&self, f: &Filter) -> QResult<Option<(f64, f64)>> {
-        // Within the filter's window only: a scan of every start is 0.1-0.5 s at 10 M records,
-        // and the alert engine asks for its few minutes every second.
-        let w = where_(&Filter { from: f.from, to: f.to, ..Filter::default() });
-        let rows: Vec<(u64, Option<f64>, Option<f64>)> = parse(&self.rt.block_on(self.ch.answer(
-            &format!("SELECT count(), min(start_ms), max(start_ms) FROM {}.records WHERE {w} FORMAT JSONCompact", self.ch.db()),
-            self.left()?,
-        ))?)?;
-        Ok(match rows.first() {
-            Some(&(n, Some(lo), Some(hi))) if n > 0 => Some((lo, hi + 1.0)),
-            _ => None,
-        })
+        // Within the filter's window only (a scan of every start is 0.1-0.5 s at 10 M records,
+        // and the alert engine asks for its few minutes every second); the same scan gives the
+        // plan each minute's last insert.
+        let rows = self.rt.block_on(self.ch.minutes_of(f.from, f.to, self.left()?))?;
+        let inside = rows.iter().filter(|r| r.2 > 0);
+        let lo = inside.clone().map(|r| r.3).reduce(f64::min);
+        let hi = inside.map(|r| r.4).reduce(f64::max);
+        *self.minutes.borrow_mut() = Some(((f.from, f.to), rows.into_iter().map(|r| (r.0, r.1)).collect()));
+        Ok(lo.zip(hi).map(|(lo, hi)| (lo, hi + 1.0)))
     }
 
     fn planner(&self, f: &Filter, lo: f64, hi: f64) -> QResult<Planner> {
         let (m0, m1) = ((lo / MINUTE_MS).floor() as i64, (hi / MINUTE_MS).ceil() as i64);
+        // The window lies inside the last `bounds` scan's when the filter is the same.
+        let cached = self.minutes.borrow_mut().take().filter(|(w, _)| *w == (f.from, f.to)).map(|(_, m)| m);
         let (ins, rolled) = self.rt.block_on(async {
-            tokio::try_join!(
-                self.ch.last_inserts(lo, hi, self.left()?),
-                self.ch.rolled(m0, m1, self.left()?)
-            )
+            let ins = async {
+                match cached {
+                    Some(m) => Ok(m),
+                    None => Ok(self.ch.minutes_of(Some(lo), Some(hi), self.left()?).await?.into_iter().map(|r| (r.0, r.1)).collect()),
+                }
+            };
+            tokio::try_join!(ins, self.ch.rolled(m0, m1, self.left()?))
         })?;
         let mut dirty = HashSet::new();
         for (m, last) in ins {
@@ -604,6 +631,7 @@ impl Rows for Reader {
                 dirty.insert(m);
             }
         }
+        *self.clean.borrow_mut() = rolled.iter().filter(|(m, (_, o))| !o && !dirty.contains(m)).map(|(m, _)| *m).collect();
         let overflow = rolled.into_iter().filter(|(_, (_, o))| *o).map(|(m, _)| m).collect();
         Ok(Planner::minutes(f, dirty, overflow))
     }
@@ -611,29 +639,65 @@ impl Rows for Reader {
     fn run(&self, pieces: &[Piece], f: &Filter, want: Want, sink: &mut dyn Sink) -> QResult<()> {
         let mut minutes = Vec::new();
         let mut raw = Vec::new();
+        // A record range inside one current minute and longer than half of it is read as the
+        // minute's rows minus the records outside the range (`Agg::subtract`: counts exact,
+        // sketches within their error): at most half a minute of records per ragged edge.
+        // Only for ranges the last plan made (a timeseries whose buckets are not whole minutes
+        // is not planned) and filters the rows can answer.
+        let clean = self.clean.borrow();
+        let mut flipped: HashSet<i64> = HashSet::new();
         for p in pieces {
             match *p {
                 Piece::Rollup { from, to, .. } => minutes.push((from, to)),
-                Piece::Raw { from, to } => raw.push((from, to)),
+                Piece::Raw { from, to } => {
+                    let m = (from / MINUTE_MS).floor();
+                    let (m0, m1) = (m * MINUTE_MS, (m + 1.0) * MINUTE_MS);
+                    if f.provider.is_none() && to <= m1 && to - from > MINUTE_MS / 2.0 && clean.contains(&(m as i64)) {
+                        flipped.insert(m as i64);
+                        minutes.push((m as i64, m as i64 + 1));
+                        raw.extend([(m0, from), (to, m1)].into_iter().filter(|(a, b)| a < b));
+                    } else {
+                        raw.push((from, to));
+                    }
+                }
             }
         }
         let st = &self.ch.rollups;
         st.minutes_read.fetch_add(minutes.iter().map(|(a, b)| (b - a) as u64).sum(), Ordering::Relaxed);
         st.raw_pieces_read.fetch_add(raw.len() as u64, Ordering::Relaxed);
+        st.partial_minutes_from_rows.fetch_add(flipped.len() as u64, Ordering::Relaxed);
         // Both statements at once; their answers then go to the sink one after the other.
         let (rows, records) = self.rt.block_on(async {
             tokio::try_join!(self.rollup_rows(&minutes, f), self.records(&raw, f, want))
         })?;
+        let mut partial: HashMap<(i64, Key), Agg> = HashMap::new();
         let mut r = RowBinary { buf: &rows, at: 0 };
         while !r.done() {
             let m = r.i64()?;
             let (route, model, outcome) = (r.string()?, r.string()?, r.string()?);
             if let Some(a) = Agg::decode(r.raw()?, want) {
-                sink.agg(m as f64 * MINUTE_MS, &route, &model, &outcome, a);
+                if flipped.contains(&m) {
+                    partial.insert((m, (route, model, outcome)), a);
+                } else {
+                    sink.agg(m as f64 * MINUTE_MS, &route, &model, &outcome, a);
+                }
             }
         }
         for r in collapse(recs(&records)?) {
-            sink.sample(r.sample());
+            let s = r.sample();
+            let m = (s.start_ms / MINUTE_MS).floor() as i64;
+            if !flipped.contains(&m) {
+                sink.sample(s);
+            } else if let Some(a) = partial.get_mut(&(m, key_of(&s))) {
+                let mut one = Agg::default();
+                one.add_wanted(&s, want);
+                a.subtract(&one);
+            }
+        }
+        for ((m, (route, model, outcome)), a) in partial {
+            if a.n > 0 {
+                sink.agg(m as f64 * MINUTE_MS, &route, &model, &outcome, a);
+            }
         }
         Ok(())
     }
@@ -668,6 +732,8 @@ impl ClickHouse {
             ch: self.clone(),
             rt: tokio::runtime::Handle::current(),
             deadline: Instant::now() + self.query_budget,
+            clean: Default::default(),
+            minutes: Default::default(),
         }
     }
 
