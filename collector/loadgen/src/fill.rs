@@ -72,6 +72,18 @@ fn record(rng: &mut Rng, id: u64, start: f64) -> Value {
     })
 }
 
+/// The beacon of records `k..k + per` (of `n`, starts spread over `span` ms from `t0`), as a
+/// client would send it: what `fill` posts and `bulk` makes into rows.
+fn beacon_of(rng: &mut Rng, k: u64, per: u64, n: u64, t0: f64, span: f64, session: &str) -> Value {
+    let recs: Vec<Value> = (k..(k + per).min(n))
+        .map(|k| {
+            let start = t0 + (k as f64 + rng.unit()) / n as f64 * span;
+            record(rng, k, start)
+        })
+        .collect();
+    json!({"v": 1, "sdk": "llm-rum/fill", "session": session, "page": "/chat", "records": recs})
+}
+
 fn load() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
@@ -177,13 +189,7 @@ async fn fill(a: &Args, addr: SocketAddr, n: u64, t0: f64, span: f64) {
                 if i >= n {
                     break;
                 }
-                let recs: Vec<Value> = (i..(i + per).min(n))
-                    .map(|k| {
-                        let start = t0 + (k as f64 + rng.unit()) / n as f64 * span;
-                        record(&mut rng, k, start)
-                    })
-                    .collect();
-                let body = json!({"v": 1, "sdk": "llm-rum/fill", "session": format!("c{c}"), "page": "/chat", "records": recs}).to_string();
+                let body = beacon_of(&mut rng, i, per, n, t0, span, &format!("c{c}")).to_string();
                 let s = Instant::now();
                 for attempt in 0..5 {
                     match conn.request("POST", "/v1/rum", &[], body.as_bytes()).await {
@@ -260,13 +266,7 @@ async fn bulk(a: &Args, ch: &Ch, n: u64, t0: f64, span: f64) {
                     let mut batch = llm_rum_collector::store::clickhouse::spool::Batch::default();
                     let mut k = i;
                     while k < (i + size).min(n) {
-                        let recs: Vec<Value> = (k..(k + per).min(n))
-                            .map(|k| {
-                                let start = t0 + (k as f64 + rng.unit()) / n as f64 * span;
-                                record(&mut rng, k, start)
-                            })
-                            .collect();
-                        let body = json!({"v": 1, "sdk": "llm-rum/fill", "session": format!("b{w}"), "page": "/chat", "records": recs});
+                        let body = beacon_of(&mut rng, k, per, n, t0, span, &format!("b{w}"));
                         let mut b = llm_rum_collector::ingest::decode(body.to_string().as_bytes()).expect("a valid beacon");
                         let received = t0 + (k as f64 + 0.5) / n as f64 * span;
                         let admitted = llm_rum_collector::ingest::clock::admit(&mut b, received);

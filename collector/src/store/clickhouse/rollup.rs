@@ -307,6 +307,11 @@ impl ClickHouse {
         &self.http.target.database
     }
 
+    /// A read's rows, typed (`sql` without its format: `JSONCompact`).
+    async fn select<T: for<'de> Deserialize<'de>>(&self, sql: &str, budget: Duration) -> QResult<Vec<T>> {
+        parse(&self.answer(&format!("{sql} FORMAT JSONCompact"), budget).await?)
+    }
+
     /// ClickHouse's clock, whole seconds.
     async fn server_now(&self) -> QResult<u32> {
         let b = self.answer("SELECT toUInt32(now()) FORMAT TSV", Duration::from_secs(10)).await?;
@@ -331,37 +336,32 @@ impl ClickHouse {
             }
         }
         let c = inside.join(" AND ");
-        parse(
-            &self
-                .answer(
-                    &format!(
-                        "SELECT minute AS m, toUInt32(max(ins)), countIf({c}), minIf(start_ms, {c}), maxIf(start_ms, {c}) \
-                         FROM {}.records WHERE {} GROUP BY m FORMAT JSONCompact",
-                        self.db(),
-                        w.join(" AND ")
-                    ),
-                    budget,
-                )
-                .await?,
+        self.select(
+            &format!(
+                "SELECT minute AS m, toUInt32(max(ins)), countIf({c}), minIf(start_ms, {c}), maxIf(start_ms, {c}) \
+                 FROM {}.records WHERE {} GROUP BY m",
+                self.db(),
+                w.join(" AND ")
+            ),
+            budget,
         )
+        .await
     }
 
     /// Per minute in `[m0, m1]` with rows: when its newest rows were computed, and whether they
     /// folded keys into `OTHER`.
     async fn rolled(&self, m0: i64, m1: i64, budget: Duration) -> QResult<HashMap<i64, (u32, bool)>> {
-        let rows: Vec<(i64, u32, u8)> = parse(
-            &self
-                .answer(
-                    &format!(
-                        "SELECT minute, computed, max(route = {}) FROM {}.rollups WHERE minute >= {m0} AND minute <= {m1} \
-                         GROUP BY minute, computed FORMAT JSONCompact",
-                        lit(OTHER),
-                        self.db()
-                    ),
-                    budget,
-                )
-                .await?,
-        )?;
+        let rows: Vec<(i64, u32, u8)> = self
+            .select(
+                &format!(
+                    "SELECT minute, computed, max(route = {}) FROM {}.rollups WHERE minute >= {m0} AND minute <= {m1} \
+                     GROUP BY minute, computed",
+                    lit(OTHER),
+                    self.db()
+                ),
+                budget,
+            )
+            .await?;
         let mut out: HashMap<i64, (u32, bool)> = HashMap::new();
         for (m, c, o) in rows {
             let e = out.entry(m).or_insert((c, o != 0));
@@ -446,18 +446,16 @@ impl ClickHouse {
         let started = crate::ingest::clock::now_ms();
         let budget = Duration::from_secs(60);
         let now = self.server_now().await?;
-        let rows: Vec<(i64, u32, u64)> = parse(
-            &self
-                .answer(
-                    &format!(
-                        "SELECT minute AS m, toUInt32(max(ins)), count() FROM {}.records \
-                         WHERE ins >= toDateTime({since}) GROUP BY m ORDER BY m FORMAT JSONCompact",
-                        self.db()
-                    ),
-                    budget,
-                )
-                .await?,
-        )?;
+        let rows: Vec<(i64, u32, u64)> = self
+            .select(
+                &format!(
+                    "SELECT minute AS m, toUInt32(max(ins)), count() FROM {}.records \
+                     WHERE ins >= toDateTime({since}) GROUP BY m ORDER BY m",
+                    self.db()
+                ),
+                budget,
+            )
+            .await?;
         let mut pending = 0;
         let mut todo: Vec<(i64, u64)> = Vec::new();
         if let (Some(first), Some(last)) = (rows.first(), rows.last()) {
@@ -711,15 +709,15 @@ impl Rows for Reader {
         if let Some(b) = f.to.filter(|x| x.is_finite()) {
             bw.push(format!("received_ms < {b}"));
         }
-        let rows: Vec<(Option<f64>, Option<f64>, Option<f64>)> = parse(&self.rt.block_on(self.ch.answer(
+        let rows: Vec<(Option<f64>, Option<f64>, Option<f64>)> = self.rt.block_on(self.ch.select(
             &format!(
                 "SELECT toFloat64(sum(dropped)), toFloat64(sum(refused_old)), toFloat64(sum(refused_future)) \
-                 FROM {}.beacons FINAL WHERE {} FORMAT JSONCompact",
+                 FROM {}.beacons FINAL WHERE {}",
                 self.ch.db(),
                 bw.join(" AND ")
             ),
             self.left()?,
-        ))?)?;
+        ))?;
         let r = rows.first().copied().unwrap_or_default();
         Ok((r.0.unwrap_or(0.0), r.1.unwrap_or(0.0), r.2.unwrap_or(0.0)))
     }
