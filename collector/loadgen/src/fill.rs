@@ -471,9 +471,10 @@ async fn exact(addr: SocketAddr, db: &std::path::Path, from: f64) {
     );
 }
 
-/// ClickHouse's t-digest percentiles (the summary's) against exact ones computed by ClickHouse
-/// over the same records (`quantilesExact`: the value at rank ⌊q·n⌋ + 1): the relative error, and
-/// the rank error (the share of values ≤ the answer, minus q) that the stated bound is about.
+/// The summary's percentiles on ClickHouse (the sketch's, from rollup rows and records) against
+/// exact ones computed by ClickHouse over the same records (`quantileExact`: the value at rank
+/// ⌊q·n⌋ + 1): the relative error (the sketch's bound is 1 %), and the rank error (the share of
+/// values ≤ the answer, minus q).
 async fn exact_ch(addr: SocketAddr, ch: &Ch, from: f64) {
     let from_m = (from / 60_000.0).floor() * 60_000.0;
     let (_, status, s) = timed(addr, &format!("/api/summary?from={from_m}"), Duration::from_secs(600)).await;

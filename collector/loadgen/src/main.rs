@@ -26,8 +26,9 @@
 //!   target/release/llm-rum-loadgen --fill 1000000 --collector-args "--store clickhouse://127.0.0.1:8123/bench"
 //!
 //! With `--collector-args "--store clickhouse://…"` the collector stores into ClickHouse; counts
-//! and sizes are then read from ClickHouse (`--exact` compares its t-digest with exact
-//! percentiles computed by ClickHouse itself).
+//! and sizes are then read from ClickHouse (`--exact` compares the summary's percentiles with
+//! exact ones computed by ClickHouse itself). `--bulk` (with `--fill`) inserts the records
+//! straight into ClickHouse instead of through HTTP ingest (`fill::bulk`).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
