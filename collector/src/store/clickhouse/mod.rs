@@ -10,8 +10,10 @@
 //! While the spool holds anything, new batches queue behind it (it is drained oldest first,
 //! retried with backoff), so ClickHouse sees batches in the order they were acknowledged.
 
+pub mod answer;
 pub mod http;
 pub mod query;
+pub mod reader;
 pub mod rollup;
 pub mod rows;
 pub mod spool;
@@ -359,7 +361,7 @@ impl Writer {
         );
         let settings = [("max_query_size", format!("{}", sql.len() + 1024))];
         let r = self.http.run("", Bytes::from(sql), &settings, INSERT_TIMEOUT).await;
-        match r.map_err(|e| e.to_string()).and_then(|b| rollup::parse::<(String, u8)>(&b).map_err(|e| e.to_string())) {
+        match r.map_err(|e| e.to_string()).and_then(|b| answer::parse::<(String, u8)>(&b).map_err(|e| e.to_string())) {
             Ok(rows) => rows.into_iter().collect(),
             Err(e) => {
                 tracing::debug!(error = %e, "ClickHouse: the duplicate lookup failed; records count as new");
