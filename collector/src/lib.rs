@@ -11,10 +11,12 @@
 //!   and migrations (`schema`), bounded deletes (`retention`), per-period aggregates the
 //!   writer keeps (`rollup`), records read back as contributions (`samples`), read connections
 //!   and query budgets (`pool`). `clickhouse/`: its HTTP client (`http`), schema (`schema.sql`),
-//!   rows (`rows`), the on-disk spool (`spool`), its reads (`query`), the writer (`mod`).
+//!   rows (`rows`), the on-disk spool (`spool`), a read's filter as SQL (`query`), answers as
+//!   typed rows and records (`answer`), the minute rollups and their builder (`rollup`), the
+//!   shared reads' store side (`reader`), the writer (`mod`).
 //! - `query/`: what records add up to (`agg`: the metric table, counts and sketches), which
-//!   rollups and records answer a window (`plan`), the reads over SQLite (`mod`:
-//!   summary/timeseries/histogram).
+//!   rollups and records answer a window (`plan`, with `Rows`: what a store answers it with),
+//!   the reads over either store (`mod`: summary/timeseries/histogram).
 //! - `alerts/`: the budget engine, pure (`mod`), Prometheus alerting rules from budgets
 //!   (`rules`).
 //! - `serve/`: connections (`mod`: accept loop, cap, timeouts), routes, CORS, rate limit,

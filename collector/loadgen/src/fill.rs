@@ -72,6 +72,18 @@ fn record(rng: &mut Rng, id: u64, start: f64) -> Value {
     })
 }
 
+/// The beacon of records `k..k + per` (of `n`, starts spread over `span` ms from `t0`), as a
+/// client would send it: what `fill` posts and `bulk` makes into rows.
+fn beacon_of(rng: &mut Rng, k: u64, per: u64, n: u64, t0: f64, span: f64, session: &str) -> Value {
+    let recs: Vec<Value> = (k..(k + per).min(n))
+        .map(|k| {
+            let start = t0 + (k as f64 + rng.unit()) / n as f64 * span;
+            record(rng, k, start)
+        })
+        .collect();
+    json!({"v": 1, "sdk": "llm-rum/fill", "session": session, "page": "/chat", "records": recs})
+}
+
 fn load() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
@@ -108,6 +120,11 @@ pub fn run(a: &Args, rt: &tokio::runtime::Runtime) {
         c.query_row("SELECT MAX(start_ms) FROM records", [], |r| r.get::<_, f64>(0))
             .expect("records")
             + 1.0
+    } else if let (true, Some(ch)) = (a.0.iter().any(|x| x == "--bulk"), &ch) {
+        let end = llm_rum_collector::ingest::clock::now_ms();
+        rt.block_on(bulk(a, ch, n, end - window_s * 1000.0, window_s * 1000.0));
+        rt.block_on(settled(addr));
+        end
     } else {
         let end = llm_rum_collector::ingest::clock::now_ms();
         let (cpu0, w0) = (cpu_s(child.id()), written_bytes(child.id()));
@@ -172,13 +189,7 @@ async fn fill(a: &Args, addr: SocketAddr, n: u64, t0: f64, span: f64) {
                 if i >= n {
                     break;
                 }
-                let recs: Vec<Value> = (i..(i + per).min(n))
-                    .map(|k| {
-                        let start = t0 + (k as f64 + rng.unit()) / n as f64 * span;
-                        record(&mut rng, k, start)
-                    })
-                    .collect();
-                let body = json!({"v": 1, "sdk": "llm-rum/fill", "session": format!("c{c}"), "page": "/chat", "records": recs}).to_string();
+                let body = beacon_of(&mut rng, i, per, n, t0, span, &format!("c{c}")).to_string();
                 let s = Instant::now();
                 for attempt in 0..5 {
                     match conn.request("POST", "/v1/rum", &[], body.as_bytes()).await {
@@ -227,6 +238,91 @@ async fn fill(a: &Args, addr: SocketAddr, n: u64, t0: f64, span: f64) {
         p(0.99),
         load()
     );
+}
+
+/// `--bulk` (ClickHouse only): the same records as `fill`, made into ClickHouse rows by the
+/// collector's own code (`ingest::decode`, `clock::admit`, `rows::beacon`) and inserted straight
+/// into ClickHouse in inserts of `--bulk-records` (default 100 000), two at a time: filling
+/// 10 M through HTTP ingest takes most of an hour here. The rollups are then built by the
+/// collector itself (`settled`), as they are after live ingest.
+async fn bulk(a: &Args, ch: &Ch, n: u64, t0: f64, span: f64) {
+    let per: u64 = a.num("--records", "10");
+    let size: u64 = a.num("--bulk-records", "100000");
+    let next = Arc::new(AtomicU64::new(0));
+    let t = Instant::now();
+    let mut tasks = Vec::new();
+    for w in 0..2u64 {
+        let (next, addr, db) = (next.clone(), ch.addr, ch.db.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut rng = Rng(0x5EED ^ (w + 1) * 0x1234_5678_9ABC);
+            let mut gen_s = 0.0;
+            loop {
+                let i = next.fetch_add(size, Ordering::Relaxed);
+                if i >= n {
+                    return gen_s;
+                }
+                let g = Instant::now();
+                let (batch, r) = tokio::task::spawn_blocking(move || {
+                    let mut batch = llm_rum_collector::store::clickhouse::spool::Batch::default();
+                    let mut k = i;
+                    while k < (i + size).min(n) {
+                        let body = beacon_of(&mut rng, k, per, n, t0, span, &format!("b{w}"));
+                        let mut b = llm_rum_collector::ingest::decode(body.to_string().as_bytes()).expect("a valid beacon");
+                        let received = t0 + (k as f64 + 0.5) / n as f64 * span;
+                        let admitted = llm_rum_collector::ingest::clock::admit(&mut b, received);
+                        let id = format!("bulk-{k}");
+                        llm_rum_collector::store::clickhouse::rows::beacon(&mut batch, &id, received as i64, None, &b, &admitted);
+                        k += per;
+                    }
+                    (batch, rng)
+                })
+                .await
+                .expect("generate");
+                rng = r;
+                gen_s += g.elapsed().as_secs_f64();
+                for (table, body) in [("records", batch.records), ("beacons", batch.beacons)] {
+                    let path = format!("/?query=INSERT%20INTO%20{db}.{table}%20FORMAT%20JSONEachRow");
+                    let r = llm_rum_collector_testkit::client::request(addr, "POST", &path, &[], &body)
+                        .await
+                        .expect("clickhouse");
+                    assert_eq!(r.status, 200, "insert: {}", r.text());
+                }
+            }
+        }));
+    }
+    let mut gen_s = 0.0;
+    for task in tasks {
+        gen_s += task.await.expect("bulk worker");
+    }
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "bulk-inserted {n} records in {secs:.0} s: {:.0} records/s into ClickHouse (2 inserts at a time of {size}; \
+         {:.0} s of it making rows); load {}",
+        n as f64 / secs,
+        gen_s / 2.0,
+        load()
+    );
+}
+
+/// Waits until the collector's rollup builder has looked after now and found nothing pending
+/// (`/healthz` rollups), and says how long the rollups took.
+async fn settled(addr: SocketAddr) {
+    let t = Instant::now();
+    let after = llm_rum_collector::ingest::clock::now_ms();
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let (_, _, h) = timed(addr, "/healthz", Duration::from_secs(60)).await;
+        let r = &h["rollups"];
+        if r["pendingMinutes"] == json!(0) && r["lookedAtMs"].as_f64().unwrap_or(0.0) > after {
+            println!(
+                "rollups settled in {:.0} s ({} minutes built by the collector; load {})",
+                t.elapsed().as_secs_f64(),
+                r["builtMinutes"],
+                load()
+            );
+            return;
+        }
+    }
 }
 
 /// One GET, timed; `None` when it took longer than `cap`.
@@ -375,9 +471,10 @@ async fn exact(addr: SocketAddr, db: &std::path::Path, from: f64) {
     );
 }
 
-/// ClickHouse's t-digest percentiles (the summary's) against exact ones computed by ClickHouse
-/// over the same records (`quantilesExact`: the value at rank ⌊q·n⌋ + 1): the relative error, and
-/// the rank error (the share of values ≤ the answer, minus q) that the stated bound is about.
+/// The summary's percentiles on ClickHouse (the sketch's, from rollup rows and records) against
+/// exact ones computed by ClickHouse over the same records (`quantileExact`: the value at rank
+/// ⌊q·n⌋ + 1): the relative error (the sketch's bound is 1 %), and the rank error (the share of
+/// values ≤ the answer, minus q).
 async fn exact_ch(addr: SocketAddr, ch: &Ch, from: f64) {
     let from_m = (from / 60_000.0).floor() * 60_000.0;
     let (_, status, s) = timed(addr, &format!("/api/summary?from={from_m}"), Duration::from_secs(600)).await;

@@ -26,8 +26,9 @@
 //!   target/release/llm-rum-loadgen --fill 1000000 --collector-args "--store clickhouse://127.0.0.1:8123/bench"
 //!
 //! With `--collector-args "--store clickhouse://…"` the collector stores into ClickHouse; counts
-//! and sizes are then read from ClickHouse (`--exact` compares its t-digest with exact
-//! percentiles computed by ClickHouse itself).
+//! and sizes are then read from ClickHouse (`--exact` compares the summary's percentiles with
+//! exact ones computed by ClickHouse itself). `--bulk` (with `--fill`) inserts the records
+//! straight into ClickHouse instead of through HTTP ingest (`fill::bulk`).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -145,6 +146,7 @@ fn main() {
              llm-rum-loadgen --retention N [--batch 1000]\n\
              llm-rum-loadgen --fill N [--window 3600] [--clients 8] [--db PATH --keep] [--reads a,b] [--read-cap 600] [--runs 3]\n\
              llm-rum-loadgen --reads-only --db PATH [--window 3600] [...]\n\
+             llm-rum-loadgen --fill N --bulk [--bulk-records 100000] --collector-args \"--store clickhouse://…\" (rows straight into ClickHouse)\n\
              common: [--collector PATH] [--collector-args \"--flag value ...\"]"
         );
         return;

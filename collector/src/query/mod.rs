@@ -11,12 +11,11 @@ pub mod plan;
 
 use std::collections::BTreeMap;
 
-use rusqlite::Connection;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::query::agg::{metric_index, Agg, Sample, Want, METRICS, N_STAGES, STAGES};
-use crate::query::plan::{Ctx, Planner, QResult, Sink};
+use crate::query::plan::{QResult, Rows, Sink};
 
 pub use crate::query::plan::Filter;
 
@@ -88,7 +87,7 @@ pub const MAX_ROUTES: usize = 20;
 pub const MAX_MODELS: usize = 20;
 
 /// `/api/summary`.
-pub fn summary(cx: &Ctx, f: &Filter) -> QResult<Value> {
+pub fn summary(cx: &dyn Rows, f: &Filter) -> QResult<Value> {
     let t = crate::query::plan::total_by_route(cx, f, Want::ALL)?;
     let a = &t.agg;
     let mut metrics = Map::new();
@@ -146,7 +145,7 @@ pub fn summary(cx: &Ctx, f: &Filter) -> QResult<Value> {
                    "upstreamBufferedRate": rate(a.upstream, a.up_n)})
         })
         .collect();
-    let (dropped, too_old, future) = beacon_totals(cx, f)?;
+    let (dropped, too_old, future) = cx.beacon_totals(f)?;
     Ok(json!({
         "count": a.n,
         "metrics": metrics,
@@ -163,49 +162,6 @@ pub fn summary(cx: &Ctx, f: &Filter) -> QResult<Value> {
         "refused": {"tooOld": total_json(too_old), "future": total_json(future)},
         "percentiles": PERCENTILES,
     }))
-}
-
-/// Dropped and refused counts of the beacons received in the window (beacons have no start
-/// time of their own): whole minutes from the beacon rollups, the rest from the beacons.
-fn beacon_totals(cx: &Ctx, f: &Filter) -> QResult<(f64, f64, f64)> {
-    let m0 = f.from.map(|x| (x / 60_000.0).ceil() as i64);
-    let m1 = f.to.map(|x| (x / 60_000.0).floor() as i64);
-    if let (Some(a), Some(b)) = (m0, m1) {
-        if a >= b {
-            return raw_beacons(cx.c, f.from, f.to);
-        }
-    }
-    let (d, o, fu): (f64, f64, f64) = cx.c.prepare_cached(
-        "SELECT TOTAL(dropped), TOTAL(refused_old), TOTAL(refused_future) FROM beacon_rollups \
-         WHERE minute >= ?1 AND minute < ?2",
-    )?
-    .query_row([m0.unwrap_or(i64::MIN), m1.unwrap_or(i64::MAX)], |r| {
-        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-    })?;
-    let mut sum = (d, o, fu);
-    for (a, b) in [
-        (f.from, m0.map(|m| m as f64 * 60_000.0)),
-        (m1.map(|m| m as f64 * 60_000.0), f.to),
-    ] {
-        if let (Some(a), Some(b)) = (a, b) {
-            if a < b {
-                let e = raw_beacons(cx.c, Some(a), Some(b))?;
-                sum = (sum.0 + e.0, sum.1 + e.1, sum.2 + e.2);
-            }
-        }
-    }
-    Ok(sum)
-}
-
-fn raw_beacons(c: &Connection, from: Option<f64>, to: Option<f64>) -> QResult<(f64, f64, f64)> {
-    Ok(c.prepare_cached(
-        "SELECT TOTAL(dropped), TOTAL(refused_old), TOTAL(refused_future) FROM beacons \
-         WHERE received_ms >= ?1 AND received_ms < ?2",
-    )?
-    .query_row(
-        [from.unwrap_or(f64::NEG_INFINITY), to.unwrap_or(f64::INFINITY)],
-        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-    )?)
 }
 
 /// A TOTAL() of counts as JSON: an integer while exact (below 2^53), else the float.
@@ -242,8 +198,8 @@ impl Sink for Buckets {
 
 /// `/api/timeseries`: the q-percentile of a metric per bucket of `bucket_ms` (by startEpochMs,
 /// aligned to the epoch). Buckets of whole minutes come from rollups; others from the records.
-pub fn timeseries(cx: &Ctx, f: &Filter, metric: usize, q: f64, bucket_ms: f64) -> QResult<Result<Vec<Value>, String>> {
-    let Some((a, b)) = crate::query::plan::window(cx.c, f, bucket_ms)? else {
+pub fn timeseries(cx: &dyn Rows, f: &Filter, metric: usize, q: f64, bucket_ms: f64) -> QResult<Result<Vec<Value>, String>> {
+    let Some((a, b)) = crate::query::plan::window(cx, f, bucket_ms)? else {
         return Ok(Ok(Vec::new()));
     };
     let mut pieces = Vec::new();
@@ -256,7 +212,7 @@ pub fn timeseries(cx: &Ctx, f: &Filter, metric: usize, q: f64, bucket_ms: f64) -
                 bucket_ms / 1000.0
             )));
         }
-        let planner = Planner::new(cx.c, f, a, b)?;
+        let planner = cx.planner(f, a, b)?;
         let mut k = b0;
         while k < b1 {
             let lo = (k * bucket_ms).max(a);
@@ -264,7 +220,7 @@ pub fn timeseries(cx: &Ctx, f: &Filter, metric: usize, q: f64, bucket_ms: f64) -
             planner.plan(lo, hi, &mut pieces);
             k += 1.0;
         }
-        planner.refine(cx, f, &mut pieces)?;
+        cx.refine(&planner, f, &mut pieces)?;
     } else {
         // Not whole minutes: no rollup fits a bucket, so the records are read (within the
         // query budget).
@@ -275,7 +231,7 @@ pub fn timeseries(cx: &Ctx, f: &Filter, metric: usize, q: f64, bucket_ms: f64) -
         metric,
         by: BTreeMap::new(),
     };
-    crate::query::plan::run(cx, &pieces, f, Want::metric(metric), &mut sink)?;
+    cx.run(&pieces, f, Want::metric(metric), &mut sink)?;
     Ok(Ok(sink
         .by
         .into_iter()
@@ -290,7 +246,7 @@ pub fn timeseries(cx: &Ctx, f: &Filter, metric: usize, q: f64, bucket_ms: f64) -
 /// Histogram of metrics on shared bins (the dashboard's ttft vs perceivedTtft chart), drawn from
 /// the sketches: each bucket's samples land in the bin of its representative value (within 1 %
 /// of each sample).
-pub fn histogram(cx: &Ctx, f: &Filter, names: &[&str], bins: usize) -> QResult<Value> {
+pub fn histogram(cx: &dyn Rows, f: &Filter, names: &[&str], bins: usize) -> QResult<Value> {
     let idx: Vec<usize> = names.iter().filter_map(|n| metric_index(n)).collect();
     let want = Want {
         metrics: idx.iter().fold(0, |m, i| m | (1 << i)),
@@ -322,7 +278,7 @@ pub fn histogram(cx: &Ctx, f: &Filter, names: &[&str], bins: usize) -> QResult<V
 }
 
 /// Stage medians over `[from, to)` (what the alert engine compares when an alert fires).
-pub fn window_stage_medians(cx: &Ctx, from: f64, to: f64) -> QResult<Vec<(String, f64)>> {
+pub fn window_stage_medians(cx: &dyn Rows, from: f64, to: f64) -> QResult<Vec<(String, f64)>> {
     let f = Filter {
         from: Some(from),
         to: Some(to),

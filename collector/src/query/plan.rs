@@ -114,12 +114,16 @@ pub enum Piece {
 
 /// Plans windows against what the rollups hold right now.
 pub struct Planner {
-    /// Dirty hours and days (rows stale until compaction rebuilds them).
+    /// Periods per level whose rows are stale (SQLite: hours and days until compaction
+    /// rebuilds them; ClickHouse: minutes with records newer than their row).
     dirty: [HashSet<i64>; 3],
     /// Overflowed periods per level (only loaded for reads filtered by route or model).
     overflow: [HashSet<i64>; 3],
     by_key: bool,
     raw_only: bool,
+    /// The coarsest level the store keeps (`LEVEL_MS` index): SQLite all three, ClickHouse
+    /// minutes only.
+    top: usize,
 }
 
 impl Planner {
@@ -151,18 +155,30 @@ impl Planner {
             overflow,
             by_key: f.by_key(),
             raw_only: f.raw_only(),
+            top: LEVEL_MS.len() - 1,
         })
+    }
+
+    /// A store that keeps minute rows only: `dirty` and `overflow` are minutes.
+    pub fn minutes(f: &Filter, dirty: HashSet<i64>, overflow: HashSet<i64>) -> Planner {
+        Planner {
+            dirty: [dirty, HashSet::new(), HashSet::new()],
+            overflow: [overflow, HashSet::new(), HashSet::new()],
+            by_key: f.by_key(),
+            raw_only: f.raw_only(),
+            top: 0,
+        }
     }
 
     /// Appends the pieces that cover `[a, b)` exactly.
     pub fn plan(&self, a: f64, b: f64, out: &mut Vec<Piece>) {
-        self.range(a, b, LEVEL_MS.len() - 1, out)
+        self.range(a, b, self.top, out)
     }
 
     /// A raw piece inside one minute whose rest of the minute holds no matching record reads
     /// that minute's row instead: the row holds exactly the same records. Typical: the minute
     /// in progress at the end of a window that ends now (what every alert evaluation reads).
-    pub fn refine(&self, cx: &Ctx, f: &Filter, pieces: &mut [Piece]) -> QResult<()> {
+    fn refine(&self, cx: &Ctx, f: &Filter, pieces: &mut [Piece]) -> QResult<()> {
         let (kw, kp) = f.keys_sql();
         let len = LEVEL_MS[0] as f64;
         for piece in pieces.iter_mut() {
@@ -261,8 +277,8 @@ pub fn data_bounds(c: &Connection) -> rusqlite::Result<Option<(f64, f64)>> {
 /// The window of a filter, bounded by the stored data; an open end is widened to a multiple of
 /// `unit` ms (whole days for a total, so it can use day rows; whole buckets for a series).
 /// `None`: nothing can match.
-pub fn window(c: &Connection, f: &Filter, unit: f64) -> rusqlite::Result<Option<(f64, f64)>> {
-    let Some((lo, hi)) = data_bounds(c)? else {
+pub fn window(r: &dyn Rows, f: &Filter, unit: f64) -> QResult<Option<(f64, f64)>> {
+    let Some((lo, hi)) = r.bounds(f)? else {
         return Ok(None);
     };
     let lo = (lo / unit).floor() * unit;
@@ -270,6 +286,88 @@ pub fn window(c: &Connection, f: &Filter, unit: f64) -> rusqlite::Result<Option<
     let a = f.from.map_or(lo, |x| x.max(lo));
     let b = f.to.map_or(hi, |x| x.min(hi));
     Ok((a < b).then_some((a, b)))
+}
+
+/// A store's side of a planned read: what `query`'s reads (summary, timeseries, histogram, the
+/// alert engine's windows) ask of SQLite and ClickHouse alike, so the plan and the answers are
+/// written once. Blocking: call from a blocking task.
+pub trait Rows {
+    /// `[lo, hi)` of the stored records' starts (`data_bounds`); `None` when there are none.
+    /// A store may look only within `f`'s window (the window is clipped to it anyway, and the
+    /// same records lie in the result).
+    fn bounds(&self, f: &Filter) -> QResult<Option<(f64, f64)>>;
+    /// The planner for reads within `[lo, hi)` filtered as `f`.
+    fn planner(&self, f: &Filter, lo: f64, hi: f64) -> QResult<Planner>;
+    /// Improves a plan with what only the store can check (SQLite: `Planner::refine`).
+    fn refine(&self, _p: &Planner, _f: &Filter, _pieces: &mut [Piece]) -> QResult<()> {
+        Ok(())
+    }
+    /// Reads every piece into `sink`, decoding only what `want` needs.
+    fn run(&self, pieces: &[Piece], f: &Filter, want: Want, sink: &mut dyn Sink) -> QResult<()>;
+    /// Dropped, too-old and future counts of the beacons received in the filter's window.
+    fn beacon_totals(&self, f: &Filter) -> QResult<(f64, f64, f64)>;
+}
+
+impl Rows for Ctx<'_> {
+    fn bounds(&self, _f: &Filter) -> QResult<Option<(f64, f64)>> {
+        // Both ends of the index: no need to narrow.
+        Ok(data_bounds(self.c)?)
+    }
+    fn planner(&self, f: &Filter, lo: f64, hi: f64) -> QResult<Planner> {
+        Ok(Planner::new(self.c, f, lo, hi)?)
+    }
+    fn refine(&self, p: &Planner, f: &Filter, pieces: &mut [Piece]) -> QResult<()> {
+        p.refine(self, f, pieces)
+    }
+    fn run(&self, pieces: &[Piece], f: &Filter, want: Want, sink: &mut dyn Sink) -> QResult<()> {
+        run(self, pieces, f, want, sink)
+    }
+    fn beacon_totals(&self, f: &Filter) -> QResult<(f64, f64, f64)> {
+        beacon_totals(self, f)
+    }
+}
+
+/// Dropped and refused counts of the beacons received in the window (beacons have no start
+/// time of their own): whole minutes from the beacon rollups, the rest from the beacons.
+fn beacon_totals(cx: &Ctx, f: &Filter) -> QResult<(f64, f64, f64)> {
+    let m0 = f.from.map(|x| (x / 60_000.0).ceil() as i64);
+    let m1 = f.to.map(|x| (x / 60_000.0).floor() as i64);
+    if let (Some(a), Some(b)) = (m0, m1) {
+        if a >= b {
+            return raw_beacons(cx.c, f.from, f.to);
+        }
+    }
+    let (d, o, fu): (f64, f64, f64) = cx.c.prepare_cached(
+        "SELECT TOTAL(dropped), TOTAL(refused_old), TOTAL(refused_future) FROM beacon_rollups \
+         WHERE minute >= ?1 AND minute < ?2",
+    )?
+    .query_row([m0.unwrap_or(i64::MIN), m1.unwrap_or(i64::MAX)], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+    })?;
+    let mut sum = (d, o, fu);
+    for (a, b) in [
+        (f.from, m0.map(|m| m as f64 * 60_000.0)),
+        (m1.map(|m| m as f64 * 60_000.0), f.to),
+    ] {
+        if let (Some(a), Some(b)) = (a, b) {
+            if a < b {
+                let e = raw_beacons(cx.c, Some(a), Some(b))?;
+                sum = (sum.0 + e.0, sum.1 + e.1, sum.2 + e.2);
+            }
+        }
+    }
+    Ok(sum)
+}
+
+fn raw_beacons(c: &Connection, from: Option<f64>, to: Option<f64>) -> QResult<(f64, f64, f64)> {
+    Ok(c.prepare_cached(
+        "SELECT TOTAL(dropped), TOTAL(refused_old), TOTAL(refused_future) FROM beacons \
+         WHERE received_ms >= ?1 AND received_ms < ?2",
+    )?
+    .query_row(
+        [from.unwrap_or(f64::NEG_INFINITY), to.unwrap_or(f64::INFINITY)],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?)
 }
 
 /// What the pieces' rows are handed to.
@@ -281,8 +379,8 @@ pub trait Sink {
     fn sample(&mut self, s: Sample);
 }
 
-/// Reads every piece into `sink`, decoding only what `want` needs.
-pub fn run(cx: &Ctx, pieces: &[Piece], f: &Filter, want: Want, sink: &mut dyn Sink) -> QResult<()> {
+/// `Rows::run` on SQLite.
+fn run(cx: &Ctx, pieces: &[Piece], f: &Filter, want: Want, sink: &mut dyn Sink) -> QResult<()> {
     let (kw, kp) = f.keys_sql();
     for piece in pieces {
         cx.check()?;
@@ -446,28 +544,28 @@ fn model_entry(models: &mut std::collections::HashMap<Option<String>, Agg>, m: O
 }
 
 /// Everything in the filter's window, aggregated (what `want` asks for).
-pub fn total(cx: &Ctx, f: &Filter, want: Want) -> QResult<Total> {
+pub fn total(cx: &dyn Rows, f: &Filter, want: Want) -> QResult<Total> {
     total_of(cx, f, want, false)
 }
 
 /// `total`, with the buffering counts per route and everything per model.
-pub fn total_by_route(cx: &Ctx, f: &Filter, want: Want) -> QResult<Total> {
+pub fn total_by_route(cx: &dyn Rows, f: &Filter, want: Want) -> QResult<Total> {
     total_of(cx, f, want, true)
 }
 
-fn total_of(cx: &Ctx, f: &Filter, want: Want, by_key: bool) -> QResult<Total> {
+fn total_of(cx: &dyn Rows, f: &Filter, want: Want, by_key: bool) -> QResult<Total> {
     let mut t = Total {
         want: Some(want),
         routes: by_key.then(Default::default),
         models: by_key.then(Default::default),
         ..Total::default()
     };
-    if let Some((a, b)) = window(cx.c, f, LEVEL_MS[2] as f64)? {
-        let planner = Planner::new(cx.c, f, a, b)?;
+    if let Some((a, b)) = window(cx, f, LEVEL_MS[2] as f64)? {
+        let planner = cx.planner(f, a, b)?;
         let mut pieces = Vec::new();
         planner.plan(a, b, &mut pieces);
-        planner.refine(cx, f, &mut pieces)?;
-        run(cx, &pieces, f, want, &mut t)?;
+        cx.refine(&planner, f, &mut pieces)?;
+        cx.run(&pieces, f, want, &mut t)?;
     }
     Ok(t)
 }
@@ -482,6 +580,7 @@ mod tests {
             overflow: [overflow_minutes.iter().copied().collect(), HashSet::new(), HashSet::new()],
             by_key,
             raw_only: false,
+            top: LEVEL_MS.len() - 1,
         }
     }
 

@@ -20,7 +20,7 @@ use crate::alerts::{Engine, Event, Source};
 use crate::store::clickhouse::{ClickHouse, WriteError};
 use crate::ingest::clock::Admitted;
 use crate::ingest::Beacon;
-use crate::query::plan::{Ctx, Filter, QResult};
+use crate::query::plan::{Filter, QResult, Rows};
 use crate::store::sqlite::pool::Pool;
 use crate::store::sqlite::{Store, Stored};
 
@@ -86,12 +86,10 @@ impl Storage {
         }
     }
 
-    /// How this store's percentiles relate to exact ones (every read says so).
+    /// How this store's percentiles relate to exact ones (every read says so): both stores
+    /// answer from the same sketches.
     pub fn percentiles(&self) -> &'static str {
-        match self {
-            Storage::Sqlite { .. } => crate::query::PERCENTILES,
-            Storage::ClickHouse(_) => crate::store::clickhouse::query::PERCENTILES,
-        }
+        crate::query::PERCENTILES
     }
 
     pub fn query_budget(&self) -> Duration {
@@ -105,7 +103,7 @@ impl Storage {
     pub async fn summary(&self, f: Filter) -> QResult<Value> {
         match self {
             Storage::Sqlite { pool, .. } => pool.read(move |c| crate::query::summary(c, &f)).await,
-            Storage::ClickHouse(ch) => ch.summary(&f).await,
+            Storage::ClickHouse(ch) => ch.read(move |r| crate::query::summary(r, &f)).await,
         }
     }
 
@@ -122,7 +120,9 @@ impl Storage {
                 pool.read(move |c| crate::query::timeseries(c, &f, metric, q, bucket_ms))
                     .await
             }
-            Storage::ClickHouse(ch) => ch.timeseries(&f, metric, q, bucket_ms).await,
+            Storage::ClickHouse(ch) => {
+                ch.read(move |r| crate::query::timeseries(r, &f, metric, q, bucket_ms)).await
+            }
         }
     }
 
@@ -136,7 +136,13 @@ impl Storage {
                 })
                 .await
             }
-            Storage::ClickHouse(ch) => ch.histogram(&f, &names, bins).await,
+            Storage::ClickHouse(ch) => {
+                ch.read(move |r| {
+                    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                    crate::query::histogram(r, &f, &refs, bins)
+                })
+                .await
+            }
         }
     }
 
@@ -148,27 +154,25 @@ impl Storage {
                 Ok(engine.evaluate(&src, now))
             }),
             Storage::ClickHouse(ch) => {
-                let src = ChSource {
-                    ch,
-                    rt: tokio::runtime::Handle::current(),
-                };
+                let r = ch.reader();
+                let src = DbSource::new(&r, &engine.budgets);
                 Ok(engine.evaluate(&src, now))
             }
         }
     }
 }
 
-/// The alert engine's view of SQLite: rollups, on the engine's own connection. Every budget
-/// shares one window, so one read of it (with every budget's metric) serves them all.
+/// The alert engine's view of a store: rollups (SQLite: on the engine's own connection). Every
+/// budget shares one window, so one read of it (with every budget's metric) serves them all.
 pub struct DbSource<'a> {
-    cx: &'a Ctx<'a>,
+    cx: &'a dyn Rows,
     want: crate::query::agg::Want,
     /// The window last read, and its aggregate per model filter (`None`: every answer).
     last: std::cell::RefCell<Option<((f64, f64), Vec<(Option<String>, Option<crate::query::agg::Agg>)>)>>,
 }
 
 impl<'a> DbSource<'a> {
-    pub fn new(cx: &'a Ctx<'a>, budgets: &[crate::alerts::Budget]) -> DbSource<'a> {
+    pub fn new(cx: &'a dyn Rows, budgets: &[crate::alerts::Budget]) -> DbSource<'a> {
         let metrics = budgets
             .iter()
             .filter_map(|b| crate::query::agg::metric_index(&b.metric))
@@ -211,31 +215,5 @@ impl Source for DbSource<'_> {
             tracing::error!(error = %e, "alert stage query failed");
             Vec::new()
         })
-    }
-}
-
-/// The alert engine's view of ClickHouse: each question one query, run to completion on the
-/// runtime from the blocking task the engine runs in.
-struct ChSource<'a> {
-    ch: &'a ClickHouse,
-    rt: tokio::runtime::Handle,
-}
-
-impl Source for ChSource<'_> {
-    fn quantile(&self, metric: &str, q: f64, from: f64, to: f64, model: Option<&str>) -> Option<f64> {
-        let i = crate::query::agg::metric_index(metric)?;
-        self.rt
-            .block_on(self.ch.quantile(i, q, from, to, model))
-            .map_err(|e| tracing::error!(error = %e, "alert query failed"))
-            .ok()
-            .flatten()
-    }
-    fn stage_medians(&self, from: f64, to: f64) -> Vec<(String, f64)> {
-        self.rt
-            .block_on(self.ch.window_stage_medians(from, to))
-            .unwrap_or_else(|e| {
-                tracing::error!(error = %e, "alert stage query failed");
-                Vec::new()
-            })
     }
 }

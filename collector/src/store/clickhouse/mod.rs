@@ -10,11 +10,15 @@
 //! While the spool holds anything, new batches queue behind it (it is drained oldest first,
 //! retried with backoff), so ClickHouse sees batches in the order they were acknowledged.
 
+pub mod answer;
 pub mod http;
 pub mod query;
+pub mod reader;
+pub mod rollup;
 pub mod rows;
 pub mod spool;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -85,6 +89,8 @@ pub struct ClickHouse {
     at_bound: Arc<AtomicBool>,
     retain_ms: Option<f64>,
     retention_due: Mutex<Instant>,
+    /// The minute rollups' builder, as last seen (rollup.rs).
+    pub rollups: rollup::Status,
 }
 
 impl ClickHouse {
@@ -117,6 +123,7 @@ impl ClickHouse {
             at_bound: Arc::default(),
             retain_ms: s.retain_ms,
             retention_due: Mutex::new(Instant::now()),
+            rollups: rollup::Status::default(),
         });
         let w = Writer {
             http: http.clone(),
@@ -132,6 +139,7 @@ impl ClickHouse {
             node: format!("{:x}", rand_u64()),
         };
         tokio::spawn(w.run(rx));
+        tokio::spawn(rollup::run(ch.clone(), schema_ready.clone()));
         tokio::spawn(drain(http, spool, schema_ready, last_error, drained, ch.at_bound.clone()));
         Ok(ch)
     }
@@ -183,6 +191,7 @@ impl ClickHouse {
                 "clickhouse": err.as_deref().unwrap_or("ok"),
                 "spool": {"batches": files, "bytes": bytes, "maxBytes": self.spool.max_bytes,
                           "refusedFull": self.refused_full.load(Ordering::Relaxed)},
+                "rollups": self.rollups.json(),
             }),
         )
     }
@@ -213,7 +222,7 @@ impl ClickHouse {
             .exec(
                 &format!(
                     "SELECT DISTINCT table, partition_id FROM system.parts WHERE database = {} AND active \
-                     AND table IN ('records', 'beacons') AND max_date <= toDate({}) FORMAT TSV",
+                     AND table IN ('records', 'beacons', 'rollups') AND max_date <= toDate({}) FORMAT TSV",
                     lit(db),
                     lit(&last_day)
                 ),
@@ -257,6 +266,26 @@ async fn create_schema(http: &Http) -> Result<(), ChError> {
         .join("\n");
     for stmt in sql.split(';').filter(|s| !s.trim().is_empty()) {
         http.exec(stmt, Duration::from_secs(10)).await?;
+    }
+    // `IF NOT EXISTS` keeps a table made by an older collector as it was: say so rather than
+    // fail every insert (there is no migration yet; README).
+    let have = http
+        .exec(
+            &format!(
+                "SELECT count() FROM system.columns WHERE database = {} AND table = 'records' AND name IN ('minute', 'ins') FORMAT TSV",
+                lit(&http.target.database)
+            ),
+            Duration::from_secs(10),
+        )
+        .await?;
+    if String::from_utf8_lossy(&have).trim() != "2" {
+        return Err(ChError::Server(
+            0,
+            format!(
+                "{}.records was made by an older collector (no minute/ins columns): move it aside (RENAME TABLE) and restart",
+                http.target.database
+            ),
+        ));
     }
     Ok(())
 }
@@ -312,6 +341,35 @@ struct Writer {
 }
 
 impl Writer {
+    /// The stored version (0 partial, 1 complete) of each record of `jobs` ClickHouse holds
+    /// (a primary-key lookup: records are ordered by (minute, id)). Empty when the lookup
+    /// fails: the records then count as new.
+    async fn stored_versions(&self, jobs: &[Job]) -> HashMap<String, u8> {
+        let keys: Vec<String> = jobs
+            .iter()
+            .flat_map(|j| &j.beacon.records)
+            .map(|r| format!("({},{})", (r.start_ms / 60_000.0).floor() as i64, lit(&r.id)))
+            .collect();
+        if keys.is_empty() {
+            return HashMap::new();
+        }
+        // The statement in the body (ClickHouse appends it to `query=`): it may be long.
+        let sql = format!(
+            "SELECT id, max(version) FROM {}.records WHERE (minute, id) IN ({}) GROUP BY id FORMAT JSONCompact",
+            self.http.target.database,
+            keys.join(",")
+        );
+        let settings = [("max_query_size", format!("{}", sql.len() + 1024))];
+        let r = self.http.run("", Bytes::from(sql), &settings, INSERT_TIMEOUT).await;
+        match r.map_err(|e| e.to_string()).and_then(|b| answer::parse::<(String, u8)>(&b).map_err(|e| e.to_string())) {
+            Ok(rows) => rows.into_iter().collect(),
+            Err(e) => {
+                tracing::debug!(error = %e, "ClickHouse: the duplicate lookup failed; records count as new");
+                HashMap::new()
+            }
+        }
+    }
+
     async fn run(self, mut rx: mpsc::Receiver<Job>) {
         let mut last_insert: Option<Instant> = None;
         while let Some(first) = rx.recv().await {
@@ -335,6 +393,11 @@ impl Writer {
             // Straight to ClickHouse when nothing waits in the spool (order) and the schema is
             // there; otherwise, or when the insert fails, into the spool.
             let direct = self.schema_ready.load(Ordering::Acquire) && self.spool.is_empty();
+            // Which records ClickHouse already holds (a retry): the answer's `duplicates` and
+            // the counters count them as SQLite does. Batches that go to the spool are not
+            // checked (ClickHouse is not answering): their copies count again on /metrics
+            // and in `stored`, never in the reads.
+            let stored = if direct { self.stored_versions(&jobs).await } else { HashMap::new() };
             let result = if direct {
                 if let Some(t) = last_insert {
                     tokio::time::sleep(MIN_INSERT_GAP.saturating_sub(t.elapsed())).await;
@@ -372,23 +435,33 @@ impl Writer {
                 },
             };
             let c = &self.counters;
+            // A record is new unless a version as complete is stored or earlier in this batch
+            // (a `partial` gives way to its completed version, as in SQLite).
+            let mut seen = stored;
             for j in jobs {
                 match &outcome {
                     Ok(()) => {
-                        add(&c.beacons_stored, 1);
-                        add(&c.records_stored, j.beacon.records.len() as u64);
-                        add(&c.records_dropped_by_sdk, j.beacon.dropped);
-                        if let Some(m) = &self.metrics {
-                            for r in &j.beacon.records {
-                                m.observe(r);
+                        let mut st = Stored::default();
+                        for (i, r) in j.beacon.records.iter().enumerate() {
+                            let v = u8::from(r.outcome != "partial");
+                            if seen.get(&r.id).is_some_and(|&s| s >= v) {
+                                st.duplicates += 1;
+                            } else {
+                                seen.insert(r.id.clone(), v);
+                                st.stored += 1;
+                                st.fresh.push(i);
                             }
                         }
-                        let n = j.beacon.records.len();
-                        let _ = j.reply.send(Ok(Stored {
-                            stored: n,
-                            duplicates: 0,
-                            fresh: (0..n).collect(),
-                        }));
+                        add(&c.beacons_stored, 1);
+                        add(&c.records_stored, st.stored as u64);
+                        add(&c.records_duplicate, st.duplicates as u64);
+                        add(&c.records_dropped_by_sdk, j.beacon.dropped);
+                        if let Some(m) = &self.metrics {
+                            for &i in &st.fresh {
+                                m.observe(&j.beacon.records[i]);
+                            }
+                        }
+                        let _ = j.reply.send(Ok(st));
                     }
                     Err(e) => {
                         add(&c.beacons_storage_failed, 1);

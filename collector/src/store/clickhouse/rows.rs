@@ -26,7 +26,7 @@ pub fn day(ms: f64) -> String {
 fn record(received_ms: i64, b: &Beacon, r: &Row) -> Value {
     let mut o = Map::new();
     o.insert("day".into(), json!(day(r.start_ms)));
-    o.insert("hour".into(), json!((r.start_ms / 3_600_000.0).floor().max(0.0) as u32));
+    o.insert("minute".into(), json!((r.start_ms / 60_000.0).floor() as i64));
     o.insert("id".into(), json!(r.id));
     o.insert("version".into(), json!((r.outcome != "partial") as u8));
     o.insert("received_ms".into(), json!(received_ms));

@@ -10,12 +10,16 @@ CREATE DATABASE IF NOT EXISTS {db};
 -- insert had in fact landed) is stored again and collapses to one row; a record stored as
 -- `partial` (version 0) gives way to its completed version (1), as in SQLite. Until the
 -- background merge has run, reads collapse the copies themselves (`FINAL`).
--- Ordered by (hour of start, id): reads are time windows, so a window reads only the granules
--- of its hours; the id last makes the key the record's identity. Partitioned by the UTC day of
+-- Ordered by (minute of start, id): reads are time windows and the rollups are rebuilt by the
+-- minute, so either reads only the granules of its minutes (ordered by hour, a minute's rebuild
+-- read its whole hour: 1 s at 1 M records an hour, measured); the id last makes the key the
+-- record's identity. Copies collapse when they share the key: a client clock off by more than
+-- `clock::MAX_TRANSIT_MS` is corrected per beacon, so two copies of its record sent with transit
+-- times that straddle a minute's end stay two (README). Partitioned by the UTC day of
 -- the start, so retention drops whole days (ALTER TABLE … DROP PARTITION), never rewrites.
 CREATE TABLE IF NOT EXISTS {db}.records (
     day Date,
-    hour UInt32,
+    minute Int64,
     id String,
     version UInt8,
     received_ms Int64,
@@ -58,10 +62,12 @@ CREATE TABLE IF NOT EXISTS {db}.records (
     m_end Nullable(Float64),
     server_names Array(String),
     server_durs Array(Float64),
-    raw String
+    raw String,
+    -- ClickHouse's clock at the insert: which minutes changed since their rollup (rollup.rs).
+    ins DateTime MATERIALIZED now()
 ) ENGINE = ReplacingMergeTree(version)
 PARTITION BY day
-ORDER BY (hour, id);
+ORDER BY (minute, id);
 
 -- One row per beacon (what the SDK dropped, what was refused for its time), keyed by the
 -- collector's own id for the beacon so a spooled beacon sent twice counts once.
@@ -82,3 +88,22 @@ CREATE TABLE IF NOT EXISTS {db}.beacons (
 ) ENGINE = ReplacingMergeTree
 PARTITION BY day
 ORDER BY (received_ms, id);
+
+
+-- Minute rollups (rollup.rs): per minute and (route, model, outcome) — '' for a missing route
+-- or model — the aggregate of the minute's collapsed records (`agg::Agg::encode`: counts and
+-- log-histogram sketches, as SQLite's rollups), recomputed whole when the minute's records
+-- change. `computed` is ClickHouse's clock when the rows were read; a read uses the newest
+-- computation of a minute (older rows of a key the minute no longer has are ignored) and only
+-- when every record of the minute was inserted `rollup::SETTLE_S` before it.
+CREATE TABLE IF NOT EXISTS {db}.rollups (
+    day Date,
+    minute Int64,
+    route String,
+    model String,
+    outcome String,
+    data String,
+    computed UInt32
+) ENGINE = ReplacingMergeTree(computed)
+PARTITION BY day
+ORDER BY (minute, route, model, outcome);
