@@ -38,19 +38,24 @@ impl Filter {
         self.provider.is_some()
     }
 
+    /// The keys a rollup row holds, by column (the one list every store's SQL is made from).
+    pub fn rollup_keys(&self) -> [(&'static str, Option<&str>); 3] {
+        [("route", self.route.as_deref()), ("model", self.model.as_deref()), ("outcome", self.outcome.as_deref())]
+    }
+
+    /// Every key by column: the rollup keys and `provider` (raw records only).
+    pub fn keys(&self) -> impl Iterator<Item = (&'static str, Option<&str>)> {
+        self.rollup_keys().into_iter().chain([("provider", self.provider.as_deref())])
+    }
+
     /// ` AND route = ? …` and its values.
     fn keys_sql(&self) -> (String, Vec<String>) {
         let mut w = String::new();
         let mut p = Vec::new();
-        for (col, v) in [
-            ("route", &self.route),
-            ("model", &self.model),
-            ("provider", &self.provider),
-            ("outcome", &self.outcome),
-        ] {
+        for (col, v) in self.keys() {
             if let Some(v) = v {
                 w += &format!(" AND {col} = ?");
-                p.push(v.clone());
+                p.push(v.to_string());
             }
         }
         (w, p)

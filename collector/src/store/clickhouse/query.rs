@@ -24,12 +24,7 @@ pub fn where_(f: &Filter) -> String {
         w.push(format!("minute <= {}", (b / 60_000.0).floor()));
         w.push(format!("day <= toDate({})", lit(&day(b.max(0.0)))));
     }
-    for (col, v) in [
-        ("route", &f.route),
-        ("model", &f.model),
-        ("provider", &f.provider),
-        ("outcome", &f.outcome),
-    ] {
+    for (col, v) in f.keys() {
         if let Some(v) = v {
             w.push(format!("{col} = {}", lit(v)));
         }

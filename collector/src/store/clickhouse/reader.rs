@@ -44,7 +44,7 @@ impl Reader {
     /// ` AND route = '…'` for the filter's rollup keys (a missing key is stored as '').
     fn keys(f: &Filter) -> String {
         let mut w = String::new();
-        for (col, v) in [("route", &f.route), ("model", &f.model), ("outcome", &f.outcome)] {
+        for (col, v) in f.rollup_keys() {
             if let Some(v) = v {
                 w += &format!(" AND {col} = {}", lit(v));
             }
