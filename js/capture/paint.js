@@ -30,6 +30,9 @@ const FINISH_AFTER_END_MS = 3000;
 const recent = [];
 /** A 60 Hz frame: the unit of a paint bracket's reach (see above). */
 const FRAME_MS = 1000 / 60;
+/** The upper bound of the bracket of a frame whose rAF callback ran at `lo`, the next frame's
+ * at `next` (see above; `Watch.close` says why). */
+const bracketEnd = (lo, next) => Math.min(next, lo + 2 * FRAME_MS) + FRAME_MS;
 
 // Auto mode (no element named): while a measured stream has no answer element, one
 // MutationObserver on the document (and on open shadow roots) collects the nodes that changed —
@@ -227,7 +230,7 @@ class Watch {
       this.stop(); // measurement was disabled: nothing to report to
       return true;
     }
-    const hi = Math.min(now, c.lo + 2 * FRAME_MS) + FRAME_MS;
+    const hi = bracketEnd(c.lo, now);
     const t = (c.lo + hi) / 2;
     c.hi = now;
     c.t = t;
@@ -434,7 +437,6 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     deliver();
   }
 
-  /** Auto mode looks for `h`'s element from now (or, re-binding, from the frame at `since`). */
   /** `h`'s stream ended unfound: a buffered UI shows the answer now. Look on until frames go
    * by with nothing answer-like changing. */
   function endWait(h, s) {
@@ -444,6 +446,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     if (finder) tick(finder);
   }
 
+  /** Auto mode looks for `h`'s element from now (or, re-binding, from the frame at `since`). */
   function look(h, since) {
     if (!observed(h, PAINT_NONE)) return;
     waiting.set(h, { ended: false, quiet: 0, timer: 0, since: since ?? performance.now(), again: since !== undefined });
@@ -537,14 +540,15 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
           const hit = claim(h, el, probe, f);
           if (hit === 0) continue;
           near = true;
+          if (!hit) continue;
           // Two answers at once that this element could show (side-by-side panes answering
           // alike so far): neither takes it yet. Their frames are remembered; the first frame
           // that tells them apart binds each to its own, its earlier frames backdated.
-          if (hit && hs.some((x) => x !== h && ask(x, hit.el.textContent, true) !== -1)) break;
+          if (hs.some((x) => x !== h && ask(x, hit.el.textContent, true) !== -1)) break;
           const s = waiting.get(h);
-          const since = s.again ? s.since : -Infinity; // re-binding: frames before were the old element's
-          if (hit && watch(h, hit.el, false, hit.base, PAINT_AUTO, true)) {
-            backdate(f, h, hit.el, hit.base, frame.lo, since);
+          if (watch(h, hit.el, false, hit.base, PAINT_AUTO, true)) {
+            // Re-binding: the frames before were the old element's.
+            backdate(f, h, hit.el, hit.base, frame.lo, s.again ? s.since : -Infinity);
             hs = hs.filter((x) => x !== h);
             bound = true;
             break;
@@ -608,9 +612,9 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
   /**
    * A changed element `el` inside `w`'s auto-found element, which no longer shows `w`'s answer
    * alone: is it shared with another answer, one still waiting (`hs`) — two panes in one
-   * container, `w` found while the other pane was empty? Then `w` moves down to the lowest element holding its own answer without
-   * the other's, or lets go (never counts the other's text). True: `el` is no longer inside a
-   * watch and may be claimed.
+   * container, `w` found while the other pane was empty? Then `w` moves down to the lowest
+   * element holding its own answer without the other's, or lets go (never counts the other's
+   * text). True: `el` is no longer inside a watch and may be claimed.
    */
   function split(w, el, hs, f) {
     const probe = tailText(el, PROBE_CHARS);
@@ -632,8 +636,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
       const e = all[i];
       if (not && (not.contains(e) || e.contains(not))) continue;
       const probe = tailText(e, PROBE_CHARS);
-      if (!probe || ask(h, probe, probe.length < PROBE_CHARS) < 0) continue;
-      const hit = claim(h, e, probe, null, not);
+      const hit = probe && claim(h, e, probe, null, not); // its cheap end check first
       if (hit) return hit;
     }
     return null;
@@ -738,7 +741,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
     for (let i = 0; i < f.frames.length; i++) {
       const fr = f.frames[i];
       if (fr.lo < since) continue;
-      const hi = Math.min(i + 1 < f.frames.length ? f.frames[i + 1].lo : now, fr.lo + 2 * FRAME_MS) + FRAME_MS;
+      const hi = bracketEnd(fr.lo, i + 1 < f.frames.length ? f.frames[i + 1].lo : now);
       let len = 0;
       let probe = '';
       // `base` is measured on the element's text now: markup a renderer showed before the
@@ -746,9 +749,10 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
       // early frame showed: still a paint of the answer (at least 1 char). The probe goes
       // along: a frame that changed only the UI's own chrome (a " ●" dot) shows none of it.
       for (const x of fr.els) {
+        if (!within(el, x)) continue;
         // The element itself, or the node it replaced: its text before the answer is `base`.
-        const n = x.el === el || placeOf(x) === el ? Math.max(x.len - base, Math.min(x.len, 1)) : x.len;
-        if ((x.el === el || within(el, x)) && n > len) [len, probe] = [n, x.probe];
+        const n = placeOf(x) === el ? Math.max(x.len - base, Math.min(x.len, 1)) : x.len;
+        if (n > len) [len, probe] = [n, x.probe];
       }
       if (len > 0 && core.fenced((c) => c.paint(h, (fr.lo + hi) / 2, len, (hi - fr.lo) / 2, probe), false)) {
         const w = watches.get(h); // the record is complete (its end was painted already)

@@ -332,7 +332,7 @@ function chatPage(mode = null) {
  * chat). `named`: the answer element is handed to rum.observe (the reference run).
  */
 async function turn(page, { ui, query, named = false }) {
-  const { readDeltas, makeRenderer } = await import('/demo/renderers.js');
+  const { makeRenderer } = await import('/demo/renderers.js');
   const before = window.__records.length;
   let push;
   let answer;
@@ -361,6 +361,18 @@ async function turn(page, { ui, query, named = false }) {
   }
   page.typing.textContent = 'typing…';
   const undo = named ? window.__rum.observe(answer) : () => {};
+  const rec = await answerInto(push, query, before, () => (page.typing.textContent = ''));
+  undo();
+  return rec;
+}
+
+/**
+ * One chat answer of `query` streamed from the scripted server and rendered through `push` (a
+ * renderer: { push(delta), end() }); `onFirst` runs at its first delta. Its record (one of
+ * those after the first `before`).
+ */
+async function answerInto(push, query, before, onFirst = () => {}) {
+  const { readDeltas } = await import('/demo/renderers.js');
   const res = await fetch('/v1/chat/completions?' + query, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -368,15 +380,13 @@ async function turn(page, { ui, query, named = false }) {
   });
   let first = true;
   await readDeltas(res, (d) => {
-    if (first) page.typing.textContent = '';
+    if (first) onFirst();
     first = false;
     push.push(d);
   });
   push.end();
   const rid = res.headers.get('x-request-id');
-  const rec = await h.waitRecord((x, i) => i >= before && x.correlation['x-request-id'] === rid, 8000);
-  undo();
-  return rec;
+  return h.waitRecord((x, i) => i >= before && x.correlation['x-request-id'] === rid, 8000);
 }
 
 /** One answer, auto or named: its record. `shadow`: the chat in an 'open' or 'closed' shadow root. */
@@ -415,7 +425,7 @@ export async function autoConcurrent({ ui, queries }) {
  * Nothing tells the panes apart but what they show. Returns each answer's record.
  */
 export async function autoSideBySide({ ui, queries }) {
-  const { readDeltas, makeRenderer } = await import('/demo/renderers.js');
+  const { makeRenderer } = await import('/demo/renderers.js');
   const page = chatPage();
   try {
     const before = window.__records.length;
@@ -433,20 +443,7 @@ export async function autoSideBySide({ ui, queries }) {
       row.append(pane);
       return answer;
     });
-    return await Promise.all(
-      queries.map(async (query, i) => {
-        const push = makeRenderer(ui, panes[i]);
-        const res = await fetch('/v1/chat/completions?' + query, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ model: 'default', stream: true, messages: [{ role: 'user', content: PROMPT }] }),
-        });
-        await readDeltas(res, (d) => push.push(d));
-        push.end();
-        const rid = res.headers.get('x-request-id');
-        return h.waitRecord((x, j) => j >= before && x.correlation['x-request-id'] === rid, 8000);
-      }),
-    );
+    return await Promise.all(queries.map((query, i) => answerInto(makeRenderer(ui, panes[i]), query, before)));
   } finally {
     page.done();
   }
