@@ -52,11 +52,12 @@ export const TARGET_BROTLI = 30 * 1024;
 // reaching into the browser crate): +78 B — 50 235 B measured (wasm 36 006) against 50 157 B
 // with the sketch inside the core, built side by side; one copy of its math either way
 // (core/util/math.rs re-exports the crate's).
-// 50.0 KB: issue 29's rest. Auto mode re-binds an answer whose element a re-render replaced and
-// keeps two answers in one container apart (ambiguity, fences, splitting a too-wide element):
-// paint chunk +620 B (3 425 vs 2 805 B, the old paint.js built beside it); a frame showing only
-// the UI's chrome (a " ●" dot) is no first paint (core/stream/tail.rs chrome_only, wasm ~+100 B).
-// Measured 50 953 B (wasm 36 104, facade 7 364, glue 1 985, paint 3 425, transport 2 075).
+// 50.0 KB: issue 29's rest. Auto mode re-binds an answer whose element a re-render replaced,
+// keeps two answers in one container apart (ambiguity, fences, splitting a too-wide element)
+// and places a re-created node's frames by its replacement: paint chunk +763 B (3 568 vs
+// 2 805 B, the old paint.js built beside it); a frame showing only the UI's chrome (a " ●"
+// dot) is no first paint (core/stream/tail.rs chrome_only, wasm ~+100 B). Measured 51 093 B
+// (wasm 36 104, facade 7 364, glue 1 985, paint 3 568, transport 2 075).
 export const BUDGET_BROTLI = Math.ceil(50.0 * 1024);
 
 export function measure(dir = 'dist') {
