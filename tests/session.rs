@@ -396,10 +396,10 @@ fn auto_mode_claims_the_answer_element_or_reports_none() {
     assert_eq!(tl.claim("there, how can I help you", false), 0.0);
     assert_eq!(tl.claim("nothing like the answer here", false), -1.0);
     tl.observe(PAINT_AUTO);
-    assert!(!s.paint(h, 117.0, 5, 1.0, "Hello"));
+    assert!(!s.paint(h, 117.0 - 1.0, 117.0, 5, 1.0, "Hello"));
     s.get(h).unwrap().on_chunk(140.0, b"data: [DONE]\n\n");
     assert!(!s.end(h, 140.0, Outcome::Ok));
-    assert!(s.paint(h, 150.0, 38, 1.0, "there, how can I help you today?"));
+    assert!(s.paint(h, 150.0 - 1.0, 150.0, 38, 1.0, "there, how can I help you today?"));
     let rec = finished(&mut s).remove(0);
     has(&rec, "\"firstPaint\":117,");
     // The bracket's 1 ms and the clock's step: whole-millisecond stamps here read as a 1 ms clock.
@@ -430,7 +430,7 @@ fn observed_answer_record_waits_for_its_last_paint() {
     tl.observe(PAINT_OBSERVED);
     tl.on_headers(1040.0, 200, "text/event-stream", false);
     tl.on_chunk(1500.0, chunk("Hello").as_bytes());
-    assert!(!s.paint(h, 1510.0, 5, 2.0, ""));
+    assert!(!s.paint(h, 1510.0 - 2.0, 1510.0, 5, 2.0, ""));
     s.get(h).unwrap().on_chunk(1530.0, chunk(" world").as_bytes());
     // A 300 ms script blocks the page: the text waits, then paints.
     s.get(h).unwrap().on_long_frame(1525.0, 320.0, "Response.json.then", "https://chat.example/app.js?v=secret", 300.0);
@@ -441,7 +441,7 @@ fn observed_answer_record_waits_for_its_last_paint() {
     assert!(!s.end(h, 1840.0, Outcome::Ok), "the end of the answer is not painted yet");
     assert!(finished(&mut s).is_empty());
     assert!(s.current().is_none(), "an ended request takes no marks");
-    assert!(s.paint(h, 1850.0, 11, 2.0, ""), "the frame showing the end completes the record");
+    assert!(s.paint(h, 1850.0 - 2.0, 1850.0, 11, 2.0, ""), "the frame showing the end completes the record");
     let rec = finished(&mut s).remove(0);
     has(&rec, "\"firstPaint\":510,\"lastToken\":530,\"lastPaint\":850,\"end\":840}");
     has(&rec, "\"interaction\":-300,");
@@ -470,7 +470,7 @@ fn observed_answer_record_waits_for_its_last_paint() {
     tl.observe(PAINT_OBSERVED);
     tl.on_headers(1.0, 200, "text/event-stream", false);
     tl.on_chunk(10.0, chunk("a").as_bytes());
-    s.paint(h, 20.0, 1, 1.0, "");
+    s.paint(h, 20.0 - 1.0, 20.0, 1, 1.0, "");
     s.get(h).unwrap().on_chunk(30.0, chunk("b").as_bytes());
     assert!(!s.end(h, 40.0, Outcome::Ok));
     s.page_hidden(45.0, false);
@@ -495,7 +495,7 @@ fn text_probes_keep_markdown_pauses_out_of_render_delay() {
         let mut shown = String::new();
         let paint = |s: &mut Session, t: f64, shown: &str| {
             let probe = if probes { shown } else { "" };
-            s.paint(h, t, shown.encode_utf16().count() as u32, 1.0, probe)
+            s.paint(h, t - 1.0, t, shown.encode_utf16().count() as u32, 1.0, probe)
         };
         s.get(h).unwrap().on_chunk(100.0, chunk("**Bold start here** ").as_bytes());
         shown.push_str("Bold start here ");
@@ -544,7 +544,7 @@ fn paint_tracking_starts_with_observation() {
     assert_eq!(tl.paint.result().first_paint, None);
     tl.observe(PAINT_OBSERVED); // the answer element shows up late
     tl.on_chunk(300.0, chunk("klmno").as_bytes());
-    assert!(!s.paint(h, 310.0, 15, 1.0, ""));
+    assert!(!s.paint(h, 310.0 - 1.0, 310.0, 15, 1.0, ""));
     s.get(h).unwrap().on_chunk(320.0, b"data: [DONE]\n\n");
     assert!(s.end(h, 321.0, Outcome::Ok));
     let rec = finished(&mut s).remove(0);
@@ -586,7 +586,7 @@ fn paint_error_adds_the_clock_step() {
         tl.on_chunk(10.0, chunk("Hi").as_bytes());
         s.get(h).unwrap().on_chunk(11.0, b"data: [DONE]\n\n");
         assert!(!s.end(h, 12.0, Outcome::Ok));
-        assert!(s.paint(h, 20.0, 2, 0.5, ""));
+        assert!(s.paint(h, 19.0, 20.0, 2, 0.5, "") // read at a whole ms: the step stays 1 ms where the start is too);
         has(&finished(&mut s)[0], want);
     }
 }
@@ -605,7 +605,7 @@ fn text_that_arrived_before_paint_observation_leaves_the_first_paint_unknown() {
     s.get(early).unwrap().observe(PAINT_OBSERVED);
     s.get(early).unwrap().on_chunk(40.0, b"data: [DONE]\n\n");
     assert!(!s.end(early, 41.0, Outcome::Ok));
-    assert!(s.paint(early, 50.0, 2, 0.5, ""));
+    assert!(s.paint(early, 50.0 - 0.5, 50.0, 2, 0.5, ""));
     let r = &finished(&mut s)[0];
     // Unknown: the first paint and what is measured from it.
     has(r, "\"firstPaint\":null,");
@@ -624,7 +624,7 @@ fn text_that_arrived_before_paint_observation_leaves_the_first_paint_unknown() {
     tl.on_chunk(70.0, chunk("Hi").as_bytes());
     s.get(late).unwrap().on_chunk(71.0, b"data: [DONE]\n\n");
     assert!(!s.end(late, 72.0, Outcome::Ok));
-    assert!(s.paint(late, 80.0, 2, 0.5, ""));
+    assert!(s.paint(late, 80.0 - 0.5, 80.0, 2, 0.5, ""));
     let r = &finished(&mut s)[0];
     has(r, "\"firstPaint\":20,");
     has(r, "\"unseen\":[]");
@@ -647,12 +647,12 @@ fn stalls_before_paint_observation_come_from_the_arrivals() {
     let tl = s.get(h).unwrap();
     tl.observe(PAINT_OBSERVED);
     tl.on_chunk(410.0, chunk(" two").as_bytes());
-    assert!(!s.paint(h, 420.0, 7, 0.5, ""));
+    assert!(!s.paint(h, 420.0 - 0.5, 420.0, 7, 0.5, ""));
     // Then text that waited 500 ms on screen: a render stall, seen between paints.
     s.get(h).unwrap().on_chunk(430.0, chunk(" three").as_bytes());
     s.get(h).unwrap().on_chunk(440.0, b"data: [DONE]\n\n");
     assert!(!s.end(h, 441.0, Outcome::Ok));
-    assert!(s.paint(h, 930.0, 13, 0.5, ""));
+    assert!(s.paint(h, 930.0 - 0.5, 930.0, 13, 0.5, ""));
     let r = &finished(&mut s)[0];
     has(r, "\"unseen\":[\"firstPaint\"]");
     has(r, "\"stalls\":{\"count\":2,\"totalMs\":910,\"longestMs\":510,\"network\":1,\"render\":1}");

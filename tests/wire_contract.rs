@@ -628,19 +628,19 @@ event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{
     tl.observe(PAINT_OBSERVED);
     tl.on_headers(1040.0, 200, "text/event-stream", false);
     tl.on_chunk(1500.0, openai[0]);
-    s.paint(h, 1510.0, 5, 2.0, "Hello");
+    s.paint(h, 1510.0 - 2.0, 1510.0, 5, 2.0, "Hello");
     s.get(h).unwrap().on_chunk(1530.0, openai[1]);
     s.get(h).unwrap().on_long_frame(1525.0, 320.0, "Response.json.then", "https://chat.example/app.js?v=1", 300.0);
     s.get(h).unwrap().on_chunk(1835.0, openai[2]);
     s.end(h, 1840.0, End::Ok);
-    s.paint(h, 1850.0, 11, 2.0, "Hello world");
+    s.paint(h, 1850.0 - 2.0, 1850.0, 11, 2.0, "Hello world");
     // Observed, hidden before the end was painted.
     let h = s.begin("https://chat.example/v1/chat", "post", 0.0, 1.7e12, &random(15));
     let tl = s.get(h).unwrap();
     tl.observe(PAINT_OBSERVED);
     tl.on_headers(1.0, 200, "text/event-stream", false);
     tl.on_chunk(10.0, openai[0]);
-    s.paint(h, 20.0, 5, 1.0, "");
+    s.paint(h, 20.0 - 1.0, 20.0, 5, 1.0, "");
     s.get(h).unwrap().on_chunk(30.0, openai[1]);
     s.end(h, 40.0, End::Ok);
     s.page_hidden(45.0, false);

@@ -4,16 +4,15 @@
 // (`current_answer`) and which it still holds (`observe` answers false for one it let go of):
 // this file keeps no list of requests.
 //
-// Per frame that follows a text change in an observed element, a paint bracket for when the
-// screen showed it (issue 30: held against Chromium's compositor, the main thread's rendering
-// is a vsync or more before the display):
-//   lower bound: the frame's rAF callback (the rendering update has begun: HTML "update the
-//     rendering" runs rAF callbacks, then style, layout and paint). The text is read there,
-//     and no text that arrives later is credited to this frame;
-//   upper bound: the next frame's rAF callback plus a 60 Hz frame (the compositor draws a
-//     frame whose raster ran long one vsync later), at most three frames after the lower
-//     bound (the latest display measured: two).
-// The paint is reported at the bracket's midpoint with half its width as the error bound,
+// Per frame that follows a text change in an observed element, when the screen showed it
+// (issue 30: held against Chromium's compositor, the main thread's rendering is a vsync or
+// more before the display; `bracket` below):
+//   the text is read in the frame's rAF callback (the rendering update has begun: HTML "update
+//     the rendering" runs rAF callbacks, then style, layout and paint), and no text that
+//     arrives later is credited to this frame; the screen showed it no earlier;
+//   the paint is reported at the next frame's time (its rAF timestamp: the vsync it was begun
+//     for, which is when the compositor showed the frame before it), with an error bound
+//     reaching from the read to two frames past the next frame's callback (raster running long);
 // refined by the engine's own presentation time of that frame where it gives one (Long
 // Animation Frame, Element Timing, interaction-contentful-paint `presentationTime`).
 //
@@ -30,9 +29,28 @@ const FINISH_AFTER_END_MS = 3000;
 const recent = [];
 /** A 60 Hz frame: the unit of a paint bracket's reach (see above). */
 const FRAME_MS = 1000 / 60;
-/** The upper bound of the bracket of a frame whose rAF callback ran at `lo`, the next frame's
- * at `next` (see above; `Watch.close` says why). */
-const bracketEnd = (lo, next) => Math.min(next, lo + 2 * FRAME_MS) + FRAME_MS;
+
+/**
+ * When the screen showed a frame whose rAF callback ran at `lo` (its text read then), given the
+ * next frame's rAF timestamp `ts` and callback time `next`: `{ t, err }`, the paint time and its
+ * error bound (the truth within [t − err, t + err]). Measured against Chromium's compositor
+ * (paint-compositor.spec.js, 45 answers, a third of them with the machine's 2 cores saturated
+ * three times over):
+ * - the next frame's timestamp `ts` is the display time of this one in most frames (to 0.1 ms),
+ *   one frame before it when raster runs long (rarely two): it is `t`;
+ * - a page busy in its own tasks runs our callback late in its frame; the next frame's
+ *   timestamp then precedes `lo` (the display came 5–25 ms after `lo`): `t` is never earlier
+ *   than half a frame after `lo`, nor later than `next`;
+ * - the display came up to two frames past `next` (raster of ~4 400 chars of CJK on a starved
+ *   machine): the bound reaches `next` + 2 frames, and back to `lo`. Capped at three frames
+ *   after `lo` (until December 2026) it failed there: the display came 47–77 ms after `lo`.
+ * `ts` missing (a frame not begun by a rAF of ours): `next` stands for it.
+ */
+function bracket(lo, ts, next) {
+  const t = Math.max(lo + FRAME_MS / 2, Math.min(Number.isFinite(ts) ? ts : next, next));
+  const hi = Math.max(next, t) + 2 * FRAME_MS;
+  return { t, err: Math.max(t - lo, hi - t) };
+}
 
 // Auto mode (no element named): while a measured stream has no answer element, one
 // MutationObserver on the document (and on open shadow roots) collects the nodes that changed —
@@ -45,11 +63,11 @@ const bracketEnd = (lo, next) => Math.min(next, lo + 2 * FRAME_MS) + FRAME_MS;
 // An answer's first frames can show no letters to find it by: a literal `#`, `-` or backtick
 // before the renderer knows what they start, an empty code box under its "JavaScript" label
 // (issue 29). So each frame while a stream waits is remembered (its rAF callback's time) with
-// the elements that changed in it and their text length;
+// the elements that changed in it and their text length, and the frame after it is looked at
+// too (its rAF timestamp and callback time: what a Watch closes a frame with);
 // when an element is found, the earlier frames that changed it (or something inside it) are
-// reported as its paints first, each bracketed as a Watch brackets its frames (from its rAF
-// callback to the next remembered frame's, or this one's, plus a frame, at most three frames):
-// its first paint is the frame rum.observe(el) would have seen.
+// reported as its paints first, each timed as a Watch times its frames (`bracket`): its first
+// paint is the frame rum.observe(el) would have seen.
 // The core keeps out frames before the answer's first arrival (a "typing…" placeholder).
 /** Distinct changed nodes remembered per frame (more are dropped until the next frame). */
 const AUTO_MAX_NODES = 512;
@@ -175,12 +193,12 @@ class Watch {
   }
 
   next() {
-    if (!this.raf) this.raf = requestAnimationFrame(() => this.frame());
+    if (!this.raf) this.raf = requestAnimationFrame((ts) => this.frame(ts));
   }
 
-  /** A rAF callback: closes the bracket of the frame measured before, and measures this one
-   * if the text changed. */
-  frame() {
+  /** A rAF callback (its timestamp `ts`; none when measuring at once): closes the bracket of
+   * the frame measured before, and measures this one if the text changed. */
+  frame(ts) {
     this.raf = 0;
     try {
       const now = performance.now();
@@ -203,7 +221,7 @@ class Watch {
         if (recent.push(f) > 8) recent.shift();
         this.next(); // its bracket closes with the next frame
       }
-      if (c && this.close(c, now)) return;
+      if (c && this.close(c, ts, now)) return;
       if (gone) this.p.lost(this, now);
     } catch (e) {
       this.p.fail(e); // a rAF callback must not throw into the page
@@ -211,30 +229,23 @@ class Watch {
   }
 
   /**
-   * Reports frame `c`, closed by the frame whose rAF callback ran at `now`; true when that
-   * completed the record (or measurement is off): this watch is done.
+   * Reports frame `c`, closed by the frame with rAF timestamp `ts` whose callback ran at `now`;
+   * true when that completed the record (or measurement is off): this watch is done.
    */
-  close(c, now) {
-    // When did the screen show frame `c`? Held against Chromium's compositor
-    // (paint-compositor.spec.js): not before its rAF callback (its rendering had begun),
-    // usually one frame after it (16.1–16.3 ms measured: drawn in the frame it was committed
-    // in, displayed a vsync later), at most two (33 ms: its raster ran long — several KB of CJK
-    // and emoji at once — or the page's own tasks delayed the frames), and never after the next
-    // frame's callback plus a frame. The bracket ends at the earlier of that and three frames
-    // after the callback; the paint is its midpoint, half its width the error — so the text was
-    // read at its lower bound, and the core credits the frame only with what had arrived by
-    // then. The engine's own presentation time of the frame refines it where given
-    // (`presented` in makePaint); a paint that completed the record keeps its bracket.
+  close(c, ts, now) {
+    // When the screen showed frame `c` (`bracket`); its text was read at `c.lo`, and the core
+    // credits the frame only with what had arrived by then. The engine's own presentation
+    // time of the frame refines it where given (`presented` in makePaint); a paint that
+    // completed the record keeps its bracket.
     const p = this.p;
     if (!p.core.live()) {
       this.stop(); // measurement was disabled: nothing to report to
       return true;
     }
-    const hi = bracketEnd(c.lo, now);
-    const t = (c.lo + hi) / 2;
+    const { t, err } = bracket(c.lo, ts, now);
     c.hi = now;
     c.t = t;
-    if (!p.core.fenced((core) => core.paint(this.h, t, c.shown, hi - t, c.probe), false)) return false;
+    if (!p.core.fenced((core) => core.paint(this.h, c.lo, t, c.shown, err, c.probe), false)) return false;
     p.done(this);
     return true;
   }
@@ -500,16 +511,19 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
   }
 
   function tick(f) {
-    if (!f.raf) f.raf = requestAnimationFrame(() => found(f));
+    if (!f.raf) f.raf = requestAnimationFrame((ts) => found(f, ts));
   }
 
   /** A frame after changes (or after an unfound stream ended): which changed node shows which
    * waiting answer? Newest request first. */
-  function found(f) {
+  function found(f, ts) {
     f.raf = 0;
     if (finder !== f) return;
     try {
-      const frame = { lo: performance.now(), els: [] };
+      const frame = { lo: performance.now(), ts, els: [], next: null };
+      // The frame after a remembered one: what times that one (`backdate`).
+      const last = f.frames[f.frames.length - 1];
+      if (last && !last.next) last.next = frame;
       const nodes = [...f.nodes];
       f.nodes.clear();
       const seen = new Set();
@@ -548,7 +562,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
           const s = waiting.get(h);
           if (watch(h, hit.el, false, hit.base, PAINT_AUTO, true)) {
             // Re-binding: the frames before were the old element's.
-            backdate(f, h, hit.el, hit.base, frame.lo, s.again ? s.since : -Infinity);
+            backdate(f, h, hit.el, hit.base, frame, s.again ? s.since : -Infinity);
             hs = hs.filter((x) => x !== h);
             bound = true;
             break;
@@ -559,6 +573,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
       if (frame.els.length) {
         f.frames.push(frame);
         if (f.frames.length > AUTO_FRAMES) f.frames.shift();
+        tick(f); // the next frame times this one
       }
       for (const [h, s] of waiting) {
         if (!s.ended) continue;
@@ -728,7 +743,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
   }
 
   /**
-   * `h`'s element `el` was found this frame (its rAF callback at `now`): the frames remembered
+   * `h`'s element `el` was found in frame `cur`: the frames remembered
    * before it that changed `el` or something in it (since `since`: a re-bind's frames before
    * were the old element's) go to the core as its paints first (oldest first; the Watch
    * measures this frame). A frame's text length is its changed elements' (the longest; the
@@ -737,11 +752,12 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
    * not paints, as for rum.observe(el); frames before the answer's first arrival are not
    * either (the core ignores them).
    */
-  function backdate(f, h, el, base, now, since) {
+  function backdate(f, h, el, base, cur, since) {
     for (let i = 0; i < f.frames.length; i++) {
       const fr = f.frames[i];
       if (fr.lo < since) continue;
-      const hi = bracketEnd(fr.lo, i + 1 < f.frames.length ? f.frames[i + 1].lo : now);
+      const nx = fr.next || cur;
+      const { t, err } = bracket(fr.lo, nx.ts, nx.lo);
       let len = 0;
       let probe = '';
       // `base` is measured on the element's text now: markup a renderer showed before the
@@ -754,7 +770,7 @@ export function makePaint(core, opts, warnOnce, deliver, own) {
         const n = placeOf(x) === el ? Math.max(x.len - base, Math.min(x.len, 1)) : x.len;
         if (n > len) [len, probe] = [n, x.probe];
       }
-      if (len > 0 && core.fenced((c) => c.paint(h, (fr.lo + hi) / 2, len, (hi - fr.lo) / 2, probe), false)) {
+      if (len > 0 && core.fenced((c) => c.paint(h, fr.lo, t, len, err, probe), false)) {
         const w = watches.get(h); // the record is complete (its end was painted already)
         if (w) p.done(w);
         return;

@@ -284,12 +284,12 @@ impl Session {
     }
 
     /// A frame painted the observed answer element of `h` at `t` (± `err_ms`) showing
-    /// `rendered_len` chars read at `t − err_ms` (its rendering's start), ending with `probe`.
-    /// Returns true when this completed the record (queued now).
-    pub fn paint(&mut self, h: Handle, t: f64, rendered_len: u32, err_ms: f64, probe: &str) -> bool {
-        self.grain.see(t);
+    /// `rendered_len` chars read at `read` (its rendering's start, ≤ `t − err_ms`), ending with
+    /// `probe`. Returns true when this completed the record (queued now).
+    pub fn paint(&mut self, h: Handle, read: f64, t: f64, rendered_len: u32, err_ms: f64, probe: &str) -> bool {
+        self.grain.see(read);
         let Some(tl) = self.get(h) else { return false };
-        tl.on_paint(t, rendered_len, err_ms, probe);
+        tl.on_paint(read, t, rendered_len, err_ms, probe);
         if tl.is_ended() && !tl.awaits_paint() {
             self.finish(h);
             return true;

@@ -111,11 +111,11 @@ impl Core {
         self.session.get(h).map_or(-1.0, |tl| tl.claim(text, whole))
     }
 
-    /// A frame painted `h`'s element at `t` (± `err_ms`: its text was read at `t − err_ms`)
-    /// with `len` chars of text ending with `probe`. Returns true when the record completed
-    /// (JS stops watching, delivers).
-    pub fn paint(&mut self, h: u32, t: f64, len: u32, err_ms: f64, probe: &str) -> bool {
-        self.session.paint(h, t, len, err_ms, probe)
+    /// A frame painted `h`'s element at `t` (± `err_ms`), its `len` chars of text ending with
+    /// `probe` read at `read` (its rAF callback). Returns true when the record completed (JS
+    /// stops watching, delivers).
+    pub fn paint(&mut self, h: u32, read: f64, t: f64, len: u32, err_ms: f64, probe: &str) -> bool {
+        self.session.paint(h, read, t, len, err_ms, probe)
     }
 
     /// Paint observation is in from `t` on (`Session::paint_ready`).

@@ -499,12 +499,14 @@ for (const engine of ENGINES) {
       note(engine, 'firstPaintAfterToken', stat(fp));
       note(engine, 'streamedRenderDelayP95', stat(p95));
       note(engine, 'paintErrorMs', stat(errs));
-      // Paint times are when the screen showed the frame (issue 30): the next frame (`frame`),
-      // presented one vsync after it, reported half a vsync past that; the error reaches from
-      // there to the next frame's rAF callback plus a frame. The same code in every engine;
-      // only Chromium's compositor can check it (paint-compositor.spec.js): here in-page.
+      // Paint times are when the screen showed the frame (issue 30): the next frame's time
+      // (its rAF timestamp), a vsync after the frame's own; the error reaches from there to two
+      // frames past the next frame's rAF callback (a raster running long), and back to the
+      // read: two frames, plus the next callback's lateness in its frame, plus the clock step.
+      // The same code in every engine; only Chromium's compositor can check it
+      // (paint-compositor.spec.js): here in-page.
       const shown = 1.5 * FRAME;
-      expect(percentile(errs, 0.5)).toBeLessThanOrEqual(2 * FRAME);
+      expect(percentile(errs, 0.5)).toBeLessThanOrEqual(2.5 * FRAME);
       expect(percentile(fp, 0.5)).toBeLessThanOrEqual(tol.frame + shown);
       expect(percentile(p95, 0.5)).toBeLessThanOrEqual(tol.tail + shown);
       const { rec } = await b.scenario('paint', { kind: 'buffered', query: q });

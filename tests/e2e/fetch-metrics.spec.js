@@ -98,6 +98,20 @@ for (const coi of [false, true]) {
 
       // The one scripted stall, found with its real duration and position.
       const stallGap = g[19];
+      // The margins, printed: a failure on a loaded machine says which bound and by how much
+      // (ms; SDK − app's read, SDK − server where both are given, and the lags with their slack).
+      {
+        const f2 = (x) => (x == null || Number.isNaN(x) ? 'null' : x.toFixed(2));
+        const s0 = rec.stallList[0];
+        const qs = [['p50', 0.5], ['p95', 0.95], ['p99', 0.99]];
+        console.log(
+          `margins ${coi ? 'coi' : 'plain'}: ttft ${f2(rec.ttft - app[0])}, total ${f2(rec.total - app[last])}, itl.max ${f2(rec.itl.max - Math.max(...appGaps))}, ` +
+            qs.map(([k, q]) => `itl.${k} ${f2(rec.itl[k] - percentile(appGaps, q))}/${f2(rec.itl[k] - percentile(g, q))}`).join(', ') +
+            `; lags median ${f2(percentile(lags, 0.5))} min ${f2(Math.min(...lags))} max ${f2(Math.max(...lags))}` +
+            `; stall dur ${f2(s0 && s0.dur - stallGap)}, start ${f2(s0 && s0.start - arrival[19])}` +
+            `; ttft lag ${f2(lag(rec, rec.ttft, writes[0]))} of ${f2(slack(0))}, total lag ${f2(lag(rec, rec.total, writes[39]))} of ${f2(slack(39))}`,
+        );
+      }
       expect(stallGap).toBeGreaterThan(400);
       expect(rec.stalls.count).toBe(1);
       expect(rec.stalls.network).toBe(1);

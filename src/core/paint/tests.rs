@@ -632,16 +632,16 @@ fn a_paint_after_the_end_whose_probe_is_short_of_it_is_not_the_final_paint() {
     p.on_arrival(100.0, 10);
     p.on_arrival(130.0, 20);
     p.on_end(131.0, 20);
-    p.on_paint_probed(150.0, 12, 2.0, Some(12));
+    p.on_paint_probed(150.0 - 2.0, 150.0, 12, 2.0, Some(12));
     assert!(!p.final_paint_seen(), "the screen shows 12 of 20 chars");
-    p.on_paint_probed(200.0, 20, 2.0, Some(20));
+    p.on_paint_probed(200.0 - 2.0, 200.0, 20, 2.0, Some(20));
     assert!(p.final_paint_seen());
     assert_eq!(p.result().last_paint, Some(200.0));
     // No probe found (a label after the answer, a link's URL): taken as the end, as before.
     let mut p = PaintTracker::new(0.0, 250.0);
     p.on_arrival(100.0, 10);
     p.on_end(101.0, 10);
-    p.on_paint_probed(120.0, 14, 2.0, None);
+    p.on_paint_probed(120.0 - 2.0, 120.0, 14, 2.0, None);
     assert!(p.final_paint_seen());
 }
 

@@ -222,21 +222,23 @@ impl PaintTracker {
 
     /// A frame painted at `t_paint` (± `err_ms`) showing `rendered_len` chars of answer text.
     pub fn on_paint(&mut self, t_paint: f64, rendered_len: u32, err_ms: f64) {
-        self.on_paint_probed(t_paint, rendered_len, err_ms, None);
+        self.on_paint_probed(t_paint - err_ms, t_paint, rendered_len, err_ms, None);
     }
 
     /// As `on_paint`, with the raw progress a text probe located (the on-screen text ends
     /// after `probed` raw chars): used instead of the proportional estimate for this paint.
     ///
-    /// The frame's text was read at `t_paint − err_ms` (the bracket's lower bound: the browser
-    /// layer reads it in the frame's rAF callback and reports when the screen showed it, at the
-    /// bracket's midpoint). No credit before arrival: text that arrived after that read cannot
-    /// be on this frame, even though the report comes later (chunk tasks run before the next
-    /// frame, which closes the bracket): such a paint is capped at what had arrived by the
-    /// read, and cannot be the frame showing the end.
-    pub fn on_paint_probed(&mut self, t_paint: f64, rendered_len: u32, err_ms: f64, probed: Option<u32>) {
+    /// The frame's text was read at `read` (the browser layer reads it in the frame's rAF
+    /// callback, at or before `t_paint − err_ms`, and reports when the screen showed it). No
+    /// credit before arrival: text that arrived after that read cannot be on this frame, even
+    /// though the report comes later (chunk tasks run before the next frame, which closes the
+    /// bracket): such a paint is capped at what had arrived by the read, and cannot be the
+    /// frame showing the end. A `read` that is not a number, or after `t_paint`, is taken as
+    /// `t_paint − err_ms`.
+    pub fn on_paint_probed(&mut self, read: f64, t_paint: f64, rendered_len: u32, err_ms: f64, probed: Option<u32>) {
         let err = if err_ms.is_finite() && err_ms > 0.0 { err_ms } else { 0.0 };
-        let arrived = self.arrived_by(t_paint - err);
+        let read = if read.is_finite() && read <= t_paint { read } else { t_paint - err };
+        let arrived = self.arrived_by(read);
         if !t_paint.is_finite() || arrived == 0 {
             return;
         }
@@ -269,12 +271,11 @@ impl PaintTracker {
                 }
             }
             self.last_growth = Some(t);
-            // What this frame shows was read at `t_paint − err`: text that arrived after the
-            // read is still waiting — since its arrival (its bucket's start, not before the
-            // read) — even though this paint is reported after it came. Without this, a page
-            // that blocks right after such an arrival (its chunk handler rendering) showed a
-            // network stall where text was waiting to be painted.
-            let read = t_paint - err;
+            // What this frame shows was read at `read`: text that arrived after the read is
+            // still waiting — since its arrival (its bucket's start, not before the read) —
+            // even though this paint is reported after it came. Without this, a page that
+            // blocks right after such an arrival (its chunk handler rendering) showed a network
+            // stall where text was waiting to be painted.
             self.wait_since = if stale {
                 self.arrivals.iter().find(|b| b.t1 > read).map(|b| b.t0.max(read))
             } else {

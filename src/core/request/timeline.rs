@@ -194,9 +194,9 @@ impl Timeline {
     }
 
     /// A frame painted the observed element at `t` (± `err_ms`) with `len` chars of text read
-    /// at `t − err_ms`, ending with `probe` (the element's last few dozen chars; "" when
-    /// unknown).
-    pub fn on_paint(&mut self, t: f64, len: u32, err_ms: f64, probe: &str) {
+    /// at `read` (≤ `t − err_ms`), ending with `probe` (the element's last few dozen chars; ""
+    /// when unknown).
+    pub fn on_paint(&mut self, read: f64, t: f64, len: u32, err_ms: f64, probe: &str) {
         // A frame whose shown text is only the UI's own chrome (assistant-ui's ` ●` in-progress
         // dot beside a typewriter that shows its first char frames later, issue 29) shows none
         // of the answer: not its first paint. Known where the probe (the element's last chars)
@@ -215,7 +215,7 @@ impl Timeline {
         if let (Some(p), true) = (probed, len > 0) {
             self.probe_ratio = Some(p as f64 / len as f64);
         }
-        self.paint.on_paint_probed(t, len, err_ms, probed);
+        self.paint.on_paint_probed(read, t, len, err_ms, probed);
     }
 
     /// Auto mode: does `text` show this answer? `whole`: it is an element's whole text (see
