@@ -366,10 +366,11 @@ export interface RumRecord {
    */
   buffered: boolean | null;
   /**
-   * Error bound of the paint times (when the screen showed the frame): half the bracket from
-   * the frame's rAF callback to the next frame's plus a frame (at most three frames), or the
-   * engine's presentation-time resolution, plus the page clock's step (0.1 ms in Chromium,
-   * 5 µs cross-origin isolated, 1 ms in Firefox and WebKit).
+   * Error bound of the paint times (when the screen showed the frame, reported at the next
+   * frame's rAF timestamp): the larger side of the bracket from the frame's rAF callback to two
+   * frames past the next frame's callback, or the engine's presentation-time resolution, plus
+   * the page clock's step (0.1 ms in Chromium, 5 µs cross-origin isolated, 1 ms in Firefox and
+   * WebKit).
    */
   paintErrorMs: number | null;
   /**

@@ -58,7 +58,12 @@ export const TARGET_BROTLI = 30 * 1024;
 // 2 805 B, the old paint.js built beside it); a frame showing only the UI's chrome (a " ●"
 // dot) is no first paint (core/stream/tail.rs chrome_only, wasm ~+100 B). Measured 51 093 B
 // (wasm 36 104, facade 7 364, glue 1 985, paint 3 568, transport 2 075).
-export const BUDGET_BROTLI = Math.ceil(50.0 * 1024);
+// 50.1 KB: paint times from the next frame's rAF timestamp with an honest bound (the three-frame
+// cap failed on a saturated machine; README "Paint times"): the core takes the frame's read time
+// apart from the bound (one f64 more through core.paint, wasm +51 B) and auto mode's remembered
+// frames keep the frame that times them (paint chunk +46 B). Measured 51 216 B (wasm 36 155,
+// paint 3 614).
+export const BUDGET_BROTLI = Math.ceil(50.1 * 1024);
 
 export function measure(dir = 'dist') {
   const files = [];

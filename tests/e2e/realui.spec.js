@@ -293,9 +293,9 @@ for (const engine of ['chromium', 'firefox', 'webkit']) {
       // first paint (after the first token) and its last paint (after the last token) within
       // the page's own frames for the same chars ([lo, hi]: typewriterTruth), widened by the
       // record's own paint error bound (± paintErrorMs) and the arrival stamps' difference. A
-      // first paint is never before the frame that showed the first char: its time is its
-      // frame's bracket's midpoint, at least half a frame past that frame's rAF callback (the
-      // bracket reaches a frame past the next frame's callback), less a clock step.
+      // first paint is never before the frame that showed the first char: its time is the next
+      // frame's timestamp, at least half a frame past that frame's rAF callback
+      // (js/capture/paint.js `bracket`), less a clock step.
       const check = (what, a, keys) => {
         const t = typewriterTruth(a);
         expect(t, `${what}: the page showed the whole answer`).not.toBeNull();

@@ -136,7 +136,7 @@ pub fn encode(tl: &Timeline, cfg: &Config, clock_step_ms: f64, out: &mut JsonWri
         Some(b) => w.bool(b),
         None => w.null(),
     }
-    // The brackets' half widths (clock readings), plus the clock's own step.
+    // The paint brackets' error bounds (from clock readings), plus the clock's own step.
     w.key("paintErrorMs");
     w.opt_ms(seen.paint.paint_error_ms.map(|e| e + clock_step_ms));
     w.key("paintSource");
