@@ -428,7 +428,7 @@ async function breakdown() {
       const PAINTS = 20000;
       for (let r = 0; r < ROUNDS; r++) {
         const t0 = performance.now();
-        for (let i = 0; i < PAINTS; i++) core.paint(ph, 600 + i, 3600, 1, probe);
+        for (let i = 0; i < PAINTS; i++) core.paint(ph, 599 + i, 600 + i, 3600, 1, probe);
         paintRuns.push(performance.now() - t0);
       }
       core.end(ph, 0, FORGET);
