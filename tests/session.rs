@@ -586,7 +586,8 @@ fn paint_error_adds_the_clock_step() {
         tl.on_chunk(10.0, chunk("Hi").as_bytes());
         s.get(h).unwrap().on_chunk(11.0, b"data: [DONE]\n\n");
         assert!(!s.end(h, 12.0, Outcome::Ok));
-        assert!(s.paint(h, 19.0, 20.0, 2, 0.5, "") // read at a whole ms: the step stays 1 ms where the start is too);
+        // Read at a whole ms: the clock's step stays 1 ms where the start is one too.
+        assert!(s.paint(h, 19.0, 20.0, 2, 0.5, ""));
         has(&finished(&mut s)[0], want);
     }
 }
